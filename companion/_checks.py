@@ -1,0 +1,129 @@
+"""Input checks shared by the whole package.
+
+Every public function validates what it is given and raises a ``TypeError`` or
+``ValueError`` whose message says what was expected, what arrived, and how to fix it.
+Nothing is silently coerced. (Plain ``assert`` statements are not used for this: they
+disappear under ``python -O`` and their messages are rarely helpful.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def describe(x) -> str:
+    """A short description of ``x`` for error messages: shape and dtype for tensors."""
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
+    return f"{type(x).__name__} {x!r}"
+
+
+def check_tensor(name: str, x, ndim: int | tuple[int, ...] | None = None, shape_doc: str = "") -> None:
+    """Raise unless ``x`` is a floating-point tensor with ``ndim`` dimensions."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor{' ' + shape_doc if shape_doc else ''}, got {describe(x)}")
+    if not x.is_floating_point():
+        raise TypeError(
+            f"{name} must be a floating-point tensor, got dtype {x.dtype}; "
+            f"convert it with {name}.float() (token ids go through an embedding first)"
+        )
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if x.dim() not in allowed:
+            want = " or ".join(f"{d}-D" for d in allowed)
+            raise ValueError(
+                f"{name} must be {want}{' ' + shape_doc if shape_doc else ''}, "
+                f"got {x.dim()}-D shape {tuple(x.shape)}"
+            )
+
+
+def check_tokens(name: str, tokens, pad_hint: str = "") -> None:
+    """Raise unless ``tokens`` is a 2-D integer tensor ``(batch, seq)`` of token ids."""
+    if not isinstance(tokens, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids (batch, seq), got {describe(tokens)}")
+    if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.is_complex():
+        raise TypeError(
+            f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}; "
+            f"use {name}.long() if these really are ids"
+        )
+    if tokens.dim() != 2:
+        raise ValueError(
+            f"{name} must be 2-D (batch, seq){pad_hint}, got {tokens.dim()}-D shape {tuple(tokens.shape)}; "
+            f"for a single sequence use {name}.unsqueeze(0)"
+        )
+
+
+def check_mask(mask, scores_shape: torch.Size | tuple[int, ...], what: str = "(..., t_q, t_k)") -> None:
+    """Raise unless ``mask`` is a bool tensor that broadcasts to ``scores_shape`` unchanged.
+
+    The mask convention of the whole package is that of
+    ``torch.nn.functional.scaled_dot_product_attention``: ``True`` means *may attend*.
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got {describe(mask)}")
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}. "
+            "A float mask of 0/-inf or an int 0/1 mask is ambiguous here; build a bool one, "
+            "e.g. mask = (m == 1) or mask = torch.isfinite(float_mask)"
+        )
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != torch.Size(scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
+            f"{what} = {tuple(scores_shape)}; give it shape (t_q, t_k), (batch, t_q, t_k) or "
+            "(batch, 1, t_k) for padding (see companion.padding_mask)"
+        )
+
+
+def check_probability(name: str, p) -> None:
+    """Raise unless ``p`` is a real number in [0, 1)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"{name} must be a float in [0, 1), got {describe(p)}")
+    if not (0.0 <= p < 1.0):
+        raise ValueError(f"{name} must be in [0, 1) (the probability of zeroing an element), got {p}")
+
+
+def check_positive_int(name: str, n) -> None:
+    """Raise unless ``n`` is a positive Python int."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{name} must be a positive int, got {describe(n)}")
+    if n <= 0:
+        raise ValueError(f"{name} must be a positive int, got {n}")
+
+
+def check_positive_finite(name: str, x) -> None:
+    """Raise unless ``x`` is a finite real number > 0."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{name} must be a positive number, got {describe(x)}")
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {x}")
+
+
+def check_choice(name: str, value, choices: tuple[str, ...]) -> None:
+    """Raise unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+
+
+def check_same_dtype_device(**tensors: torch.Tensor) -> None:
+    """Raise unless all the named tensors share one dtype and one device."""
+    items = list(tensors.items())
+    first_name, first = items[0]
+    for name, t in items[1:]:
+        if t.dtype != first.dtype:
+            raise TypeError(
+                f"{first_name} and {name} must have the same dtype, got {first.dtype} and {t.dtype}; "
+                f"convert one with .to({first_name}.dtype)"
+            )
+        if t.device != first.device:
+            raise ValueError(
+                f"{first_name} and {name} must be on the same device, got {first.device} and {t.device}; "
+                f"move one with .to({first_name}.device)"
+            )

@@ -1,0 +1,96 @@
+"""A Transformer-encoder sequence classifier (chapter 7, IMDB sentiment)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_choice, check_positive_int, check_tokens
+from .masks import padding_mask
+from .transformer import Encoder
+
+__all__ = ["TransformerClassifier", "POOLINGS"]
+
+POOLINGS = ("max", "mean", "cls")
+
+
+class TransformerClassifier(nn.Module):
+    """Embeddings + positions, ``num_layers`` encoder layers, pooling over time, a linear head.
+
+    Pooling turns ``(batch, t, d_model)`` into one vector per sequence:
+
+    * ``"max"``: the element-wise maximum over the real (non-padding) tokens;
+    * ``"mean"``: the average over the real tokens;
+    * ``"cls"``: a learned ``[CLS]`` token is prepended to every sequence (it gets the id
+      ``vocab_size``, one past the vocabulary) and its final representation is used.
+
+    Padding (tokens equal to ``pad_id``) is masked out of attention and out of pooling.
+
+    Args:
+        vocab_size: number of token ids.
+        num_classes: number of output classes.
+        d_model, num_heads, num_layers, d_ff, dropout, activation, norm_first, positional:
+            as for :class:`companion.Encoder`.
+        max_len: longest input sequence (the ``[CLS]`` token does not count).
+        pooling: ``"max"``, ``"mean"`` or ``"cls"``.
+        pad_id: the padding id, or ``None`` if inputs are never padded.
+    """
+
+    def __init__(self, vocab_size: int, num_classes: int, d_model: int = 32, num_heads: int = 2,
+                 num_layers: int = 1, d_ff: int | None = None, dropout: float = 0.1, activation: str = "relu",
+                 norm_first: bool = False, max_len: int = 512, positional: str = "sinusoidal",
+                 pooling: str = "max", pad_id: int | None = 0) -> None:
+        super().__init__()
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("num_classes", num_classes)
+        check_positive_int("max_len", max_len)
+        check_choice("pooling", pooling, POOLINGS)
+        self.vocab_size, self.pooling, self.pad_id, self.max_len = vocab_size, pooling, pad_id, max_len
+        extra = 1 if pooling == "cls" else 0  # the [CLS] id and position
+        self.encoder = Encoder(vocab_size + extra, d_model, num_heads, num_layers, d_ff=d_ff, dropout=dropout,
+                               activation=activation, norm_first=norm_first, max_len=max_len + extra,
+                               positional=positional, pad_id=pad_id)
+        self.head = nn.Linear(d_model, num_classes)
+
+    def forward(self, tokens: torch.Tensor, need_weights: bool = False):
+        """Classify each sequence.
+
+        Args:
+            tokens: int ``(batch, t)``, padded with ``pad_id``; ``t <= max_len``.
+            need_weights: also return each layer's attention weights.
+
+        Returns:
+            ``(logits, weights)``: logits ``(batch, num_classes)``; weights ``None`` or a
+            list of ``(batch, num_heads, t', t')`` per layer, where ``t' = t + 1`` with
+            ``"cls"`` pooling (index 0 is ``[CLS]``) and ``t`` otherwise.
+        """
+        check_tokens("tokens", tokens, pad_hint=" padded with pad_id")
+        if tokens.size(1) > self.max_len:
+            raise ValueError(
+                f"sequence length {tokens.size(1)} is longer than max_len={self.max_len}; "
+                f"truncate the reviews or build the classifier with max_len >= {tokens.size(1)}"
+            )
+        if self.pooling == "cls":
+            if tokens.numel() and int(tokens.max()) >= self.vocab_size:  # id vocab_size is [CLS]'s
+                raise ValueError(
+                    f"token ids must be in [0, vocab_size={self.vocab_size}), got max {int(tokens.max())}; "
+                    "map unknown words to an <unk> id"
+                )
+            cls = torch.full((tokens.size(0), 1), self.vocab_size, dtype=tokens.dtype, device=tokens.device)
+            tokens = torch.cat([cls, tokens], dim=1)  # (batch, 1 + t)
+        keep = None if self.pad_id is None else padding_mask(tokens=tokens, pad_id=self.pad_id)  # (batch, 1, t)
+        if keep is not None and not bool(keep.any(dim=-1).all()):
+            raise ValueError("a sequence in the batch is entirely padding; every sequence needs at least one real token")
+        x, weights = self.encoder(tokens, mask=keep, need_weights=need_weights)  # (batch, t, d_model)
+        return self.head(self.pool(x, keep)), weights
+
+    def pool(self, x: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        """``(batch, t, d_model)`` and bool ``keep`` ``(batch, 1, t)`` -> ``(batch, d_model)``."""
+        if self.pooling == "cls":
+            return x[:, 0]
+        if keep is None:
+            return x.max(dim=1).values if self.pooling == "max" else x.mean(dim=1)
+        keep = keep.transpose(1, 2)  # (batch, t, 1)
+        if self.pooling == "max":
+            return x.masked_fill(~keep, torch.finfo(x.dtype).min).max(dim=1).values
+        return (x * keep).sum(dim=1) / keep.sum(dim=1)

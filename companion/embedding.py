@@ -1,0 +1,69 @@
+"""Token embeddings plus positions: what feeds the first layer (chapters 5 and 6)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._checks import check_choice, check_positive_int, check_probability, check_tokens
+from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+
+__all__ = ["TokenEmbedding"]
+
+
+class TokenEmbedding(nn.Module):
+    """``Dropout(Embedding(tokens) * sqrt(d_model) + PositionalEncoding)``.
+
+    The ``sqrt(d_model)`` factor is the paper's (section 3.4): it brings the embeddings to
+    the scale of the positional encodings.
+
+    Args:
+        vocab_size: number of token ids.
+        d_model: embedding width.
+        max_len: longest sequence accepted.
+        positional: ``"sinusoidal"`` (fixed) or ``"learned"``.
+        dropout: dropout on the sum.
+        pad_id: optional id whose embedding is kept at zero (``nn.Embedding``'s ``padding_idx``).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        max_len: int = 512,
+        positional: str = "sinusoidal",
+        dropout: float = 0.0,
+        pad_id: int | None = None,
+    ) -> None:
+        super().__init__()
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("d_model", d_model)
+        check_positive_int("max_len", max_len)
+        check_choice("positional", positional, ("sinusoidal", "learned"))
+        check_probability("dropout", dropout)
+        if pad_id is not None and not (0 <= pad_id < vocab_size):
+            raise ValueError(f"pad_id must be a token id in [0, {vocab_size}), got {pad_id}")
+        self.vocab_size, self.d_model, self.max_len = vocab_size, d_model, max_len
+        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+        nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(d_model))
+        if pad_id is not None:
+            with torch.no_grad():
+                self.embedding.weight[pad_id].zero_()
+        if positional == "sinusoidal":
+            self.positional = SinusoidalPositionalEncoding(d_model, max_len)
+        else:
+            self.positional = LearnedPositionalEmbedding(max_len, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """int ``(batch, t)`` -> ``(batch, t, d_model)``."""
+        check_tokens("tokens", tokens)
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
+            raise ValueError(
+                f"token ids must be in [0, vocab_size={self.vocab_size}), got min {int(tokens.min())} "
+                f"and max {int(tokens.max())}; map unknown words to an <unk> id"
+            )
+        x = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, t, d_model)
+        return self.dropout(self.positional(x))

@@ -1,0 +1,189 @@
+"""Multi-head attention (chapter 4; self vs cross attention in chapter 2).
+
+Each of ``num_heads`` heads attends in its own ``d_k = d_model // num_heads``-dimensional
+subspace::
+
+    head_i = Attention(Q W_q^i, K W_k^i, V W_v^i)
+    MultiHead(Q, K, V) = concat(head_1, ..., head_h) W_o
+
+All heads' projections are stored as one matrix per role, so one matrix product computes
+every head at once; ``split_heads`` then reshapes ``(batch, t, d_model)`` into
+``(batch, num_heads, t, d_k)``. When query, key and value have the same width the three
+matrices are stacked into one "tall" ``W_qkv`` of shape ``(3 d_model, d_model)``, and
+self-attention computes Q, K and V with a single product.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_mask, check_positive_int, check_probability, check_same_dtype_device, check_tensor
+from .attention import scaled_dot_product_attention
+
+__all__ = ["MultiHeadAttention"]
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with batch-first tensors, equal to ``nn.MultiheadAttention``.
+
+    Args:
+        d_model: width of the queries and of the output; split evenly over the heads.
+        num_heads: number of heads; must divide ``d_model``.
+        dropout: dropout on the attention weights (training mode only).
+        bias: whether the projections have biases.
+        kdim: width of the keys (cross-attention from another sequence); default ``d_model``.
+        vdim: width of the values; default ``d_model``.
+
+    Parameters: ``W_qkv`` (a ``Linear(d_model, 3 d_model)``, the stacked ``W_q; W_k; W_v``)
+    when ``kdim == vdim == d_model``, otherwise separate ``W_q``, ``W_k``, ``W_v``; and the
+    output projection ``W_o``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        kdim: int | None = None,
+        vdim: int | None = None,
+    ) -> None:
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("num_heads", num_heads)
+        check_probability("dropout", dropout)
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by num_heads={num_heads} "
+                f"(each head gets d_model // num_heads dimensions); pick num_heads among the divisors of d_model"
+            )
+        kdim = d_model if kdim is None else kdim
+        vdim = d_model if vdim is None else vdim
+        check_positive_int("kdim", kdim)
+        check_positive_int("vdim", vdim)
+        self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
+        self.kdim, self.vdim, self.dropout = kdim, vdim, dropout
+        self.fused = kdim == d_model and vdim == d_model
+        if self.fused:
+            self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # the "tall W": [W_q; W_k; W_v]
+        else:
+            self.W_q = nn.Linear(d_model, d_model, bias=bias)
+            self.W_k = nn.Linear(kdim, d_model, bias=bias)
+            self.W_v = nn.Linear(vdim, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        # The same initialisation as nn.MultiheadAttention: Glorot-uniform weights, zero biases.
+        projections = [self.W_qkv] if self.fused else [self.W_q, self.W_k, self.W_v]
+        for linear in projections:
+            nn.init.xavier_uniform_(linear.weight)
+            if linear.bias is not None:
+                nn.init.zeros_(linear.bias)
+        if self.W_o.bias is not None:
+            nn.init.zeros_(self.W_o.bias)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, t, d_model)`` -> ``(batch, num_heads, t, d_k)``."""
+        batch, t, _ = x.shape
+        return x.view(batch, t, self.num_heads, self.d_k).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, num_heads, t, d_k)`` -> ``(batch, t, d_model)``, the inverse of ``split_heads``."""
+        batch, _, t, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, t, self.d_model)
+
+    def project(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor):
+        """Compute ``Q = query W_q^T``, ``K = key W_k^T``, ``V = value W_v^T`` for all heads.
+
+        Returns three tensors ``(batch, t, d_model)``: ``Q`` has ``t_q`` rows, ``K`` and
+        ``V`` have ``t_k``.
+        """
+        if not self.fused:
+            return self.W_q(query), self.W_k(key), self.W_v(value)
+        if query is key and key is value:  # self-attention: one product with the tall W
+            return self.W_qkv(query).chunk(3, dim=-1)
+        w_q, w_kv = self.W_qkv.weight.split([self.d_model, 2 * self.d_model])
+        b_q, b_kv = (None, None) if self.W_qkv.bias is None else self.W_qkv.bias.split([self.d_model, 2 * self.d_model])
+        Q = F.linear(query, w_q, b_q)
+        if key is value:  # cross-attention over one memory: K and V in one product
+            K, V = F.linear(key, w_kv, b_kv).chunk(2, dim=-1)
+        else:
+            w_k, w_v = w_kv.chunk(2)
+            b_k, b_v = (None, None) if b_kv is None else b_kv.chunk(2)
+            K, V = F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+        return Q, K, V
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend from ``query`` to ``key``/``value``.
+
+        Self-attention passes the same tensor three times: ``mha(x, x, x)``.
+
+        Args:
+            query: ``(batch, t_q, d_model)``.
+            key: ``(batch, t_k, kdim)``.
+            value: ``(batch, t_k, vdim)``.
+            mask: optional bool, ``True`` = may attend, of shape ``(t_q, t_k)``,
+                ``(batch, t_q, t_k)`` (the same for every head; a padding mask
+                ``(batch, 1, t_k)`` fits here) or ``(batch, num_heads, t_q, t_k)``;
+                any of its dimensions may be 1 to broadcast.
+            need_weights: also return the attention weights. Without them the fused
+                ``F.scaled_dot_product_attention`` kernel runs; with them the explicit
+                formula :func:`companion.scaled_dot_product_attention` does (same result).
+
+        Returns:
+            ``(output, weights)``: output ``(batch, t_q, d_model)``; weights
+            ``(batch, num_heads, t_q, t_k)`` per head, or ``None`` unless ``need_weights``.
+        """
+        self._check_inputs(query, key, value)
+        batch, t_q, t_k = query.size(0), query.size(1), key.size(1)
+        if mask is not None:
+            if isinstance(mask, torch.Tensor) and mask.dim() == 3:
+                mask = mask.unsqueeze(1)  # (batch, 1, t_q, t_k): the same mask for every head
+            check_mask(mask, (batch, self.num_heads, t_q, t_k), what="(batch, num_heads, t_q, t_k)")
+
+        Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
+        Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask, dropout_p=dropout_p)
+        else:  # the fused kernel computes the same softmax(Q K^T / sqrt(d_k)) V without storing the weights
+            heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, dropout_p=dropout_p)
+            weights = None
+        return self.W_o(self.merge_heads(heads)), weights  # (batch, t_q, d_model)
+
+    def _check_inputs(self, query, key, value) -> None:
+        check_tensor("query", query, ndim=3, shape_doc="(batch, t_q, d_model)")
+        check_tensor("key", key, ndim=3, shape_doc="(batch, t_k, kdim)")
+        check_tensor("value", value, ndim=3, shape_doc="(batch, t_k, vdim)")
+        for name, t, width in (("query", query, self.d_model), ("key", key, self.kdim), ("value", value, self.vdim)):
+            if t.size(-1) != width:
+                arg = {"query": "d_model", "key": "kdim", "value": "vdim"}[name]
+                raise ValueError(
+                    f"{name} must have last dimension {arg}={width}, got shape {tuple(t.shape)}; "
+                    f"construct MultiHeadAttention with {arg}={t.size(-1)} for this input"
+                )
+        if key.size(1) != value.size(1):
+            raise ValueError(
+                f"key and value must have the same length t_k (one value per key), "
+                f"got key {tuple(key.shape)} and value {tuple(value.shape)}"
+            )
+        if not (query.size(0) == key.size(0) == value.size(0)):
+            raise ValueError(
+                f"query, key and value must have the same batch size, got "
+                f"{query.size(0)}, {key.size(0)} and {value.size(0)}"
+            )
+        check_same_dtype_device(query=query, key=key, value=value)
+
+    def extra_repr(self) -> str:
+        extra = "" if self.fused else f", kdim={self.kdim}, vdim={self.vdim}"
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k}, dropout={self.dropout}{extra}"

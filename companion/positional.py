@@ -1,0 +1,101 @@
+"""Positional encodings (chapter 5).
+
+Attention by itself is blind to order: permuting the tokens permutes the outputs. Adding a
+position-dependent vector to each token embedding breaks that symmetry.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._checks import check_positive_int, check_tensor
+
+__all__ = ["sinusoidal_encoding", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding"]
+
+
+def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """The fixed encodings of "Attention Is All You Need"::
+
+        E[p, 2i]   = sin(p / 10000^(2i / d_model))
+        E[p, 2i+1] = cos(p / 10000^(2i / d_model))
+
+    Args:
+        max_len: number of positions ``p = 0 .. max_len - 1``.
+        d_model: width of each encoding (odd widths end on a sine).
+
+    Returns:
+        float32 ``(max_len, d_model)``.
+    """
+    check_positive_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
+    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d_model / 2),)
+    angle = position / (10000.0 ** (two_i / d_model))  # (max_len, ceil(d_model / 2))
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2] = torch.sin(angle)
+    E[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return E.float()
+
+
+def _check_length(x: torch.Tensor, d_model: int, max_len: int) -> None:
+    check_tensor("x", x, ndim=3, shape_doc="(batch, seq, d_model)")
+    if x.size(-1) != d_model:
+        raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
+    if x.size(1) > max_len:
+        raise ValueError(
+            f"sequence length {x.size(1)} is longer than max_len={max_len}; "
+            f"truncate the input or build the module with max_len >= {x.size(1)}"
+        )
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds :func:`sinusoidal_encoding` to its input. No trainable parameters.
+
+    The table is a non-persistent buffer: it follows ``.to(device)`` but is not saved in
+    the ``state_dict`` (it is recomputed from ``max_len`` and ``d_model``).
+
+    Args:
+        d_model: width of the embeddings.
+        max_len: longest sequence accepted.
+    """
+
+    def __init__(self, d_model: int, max_len: int = 5000) -> None:
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.register_buffer("encoding", sinusoidal_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``: ``x + E[:seq]``."""
+        _check_length(x, self.d_model, self.max_len)
+        return x + self.encoding[: x.size(1)].to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, max_len={self.max_len}"
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """Adds a trained vector per position (as in BERT and GPT).
+
+    Args:
+        max_len: number of positions, and so the longest sequence accepted.
+        d_model: width of the embeddings.
+    """
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        check_positive_int("max_len", max_len)
+        check_positive_int("d_model", d_model)
+        self.d_model, self.max_len = d_model, max_len
+        self.embedding = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``: ``x + P[:seq]``."""
+        _check_length(x, self.d_model, self.max_len)
+        return x + self.embedding.weight[: x.size(1)]
+
+    def extra_repr(self) -> str:
+        return f"max_len={self.max_len}, d_model={self.d_model}"

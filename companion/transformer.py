@@ -1,0 +1,173 @@
+"""Stacks of layers: the encoder, the decoder and the encoder-decoder Transformer (chapter 6)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_mask, check_positive_int
+from .embedding import TokenEmbedding
+from .layers import DecoderLayer, EncoderLayer
+from .masks import causal_mask
+
+__all__ = ["Encoder", "Decoder", "Transformer"]
+
+
+class _Stack(nn.Module):
+    """``num_layers`` copies of a layer over a token embedding; pre-norm adds a final LayerNorm."""
+
+    def __init__(self, layer_cls, vocab_size, d_model, num_heads, num_layers, d_ff, dropout, activation,
+                 norm_first, max_len, positional, pad_id, layer_norm_eps):
+        super().__init__()
+        check_positive_int("num_layers", num_layers)
+        self.embed = TokenEmbedding(vocab_size, d_model, max_len, positional, dropout, pad_id)
+        self.layers = nn.ModuleList(
+            layer_cls(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps) for _ in range(num_layers)
+        )
+        # Pre-norm layers leave their output un-normalised; one LayerNorm closes the stack.
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+
+
+class Encoder(_Stack):
+    """Token embedding + positions, then ``num_layers`` :class:`EncoderLayer`.
+
+    Args:
+        vocab_size: number of token ids.
+        d_model: width of the token representations.
+        num_heads: attention heads per layer.
+        num_layers: number of stacked layers (``N`` in the paper).
+        d_ff: feed-forward hidden width; default ``4 * d_model``.
+        dropout: dropout everywhere (see :class:`EncoderLayer`).
+        activation: ``"relu"`` or ``"gelu"``.
+        norm_first: post-norm (``False``, the paper) or pre-norm (``True``).
+        max_len: longest sequence accepted.
+        positional: ``"sinusoidal"`` or ``"learned"``.
+        pad_id: optional padding id (its embedding stays zero).
+        layer_norm_eps: the LayerNorm epsilon.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, num_heads: int, num_layers: int, d_ff: int | None = None,
+                 dropout: float = 0.1, activation: str = "relu", norm_first: bool = False, max_len: int = 512,
+                 positional: str = "sinusoidal", pad_id: int | None = None, layer_norm_eps: float = 1e-5) -> None:
+        super().__init__(EncoderLayer, vocab_size, d_model, num_heads, num_layers, d_ff, dropout, activation,
+                         norm_first, max_len, positional, pad_id, layer_norm_eps)
+
+    def encode(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+        """Run the layers on already embedded input.
+
+        Args:
+            x: ``(batch, t, d_model)``.
+            mask: bool, ``True`` = may attend, e.g. ``padding_mask(...)`` ``(batch, 1, t)``.
+            need_weights: also return each layer's attention weights.
+
+        Returns:
+            ``(output, weights)``: output ``(batch, t, d_model)``; weights ``None`` or a list
+            with one ``(batch, num_heads, t, t)`` tensor per layer.
+        """
+        all_weights = []
+        for layer in self.layers:
+            x, weights = layer(x, mask=mask, need_weights=need_weights)
+            all_weights.append(weights)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x, (all_weights if need_weights else None)
+
+    def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+        """int tokens ``(batch, t)`` -> ``(output (batch, t, d_model), weights)``; see :meth:`encode`."""
+        return self.encode(self.embed(tokens), mask=mask, need_weights=need_weights)
+
+
+class Decoder(_Stack):
+    """Token embedding + positions, then ``num_layers`` :class:`DecoderLayer`.
+
+    Takes the same arguments as :class:`Encoder`.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, num_heads: int, num_layers: int, d_ff: int | None = None,
+                 dropout: float = 0.1, activation: str = "relu", norm_first: bool = False, max_len: int = 512,
+                 positional: str = "sinusoidal", pad_id: int | None = None, layer_norm_eps: float = 1e-5) -> None:
+        super().__init__(DecoderLayer, vocab_size, d_model, num_heads, num_layers, d_ff, dropout, activation,
+                         norm_first, max_len, positional, pad_id, layer_norm_eps)
+
+    def decode(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
+               memory_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """Run the layers on already embedded targets.
+
+        Args:
+            x: ``(batch, t_tgt, d_model)``.
+            memory: ``(batch, t_src, d_model)``, the encoder output.
+            mask: bool self-attention mask (``True`` = may attend), usually causal.
+            memory_mask: bool mask over the memory, e.g. ``(batch, 1, t_src)`` padding.
+            need_weights: also return each layer's attention maps.
+
+        Returns:
+            ``(output, weights)``: output ``(batch, t_tgt, d_model)``; weights ``None`` or a
+            list with one ``{"self": ..., "cross": ...}`` dict per layer.
+        """
+        all_weights = []
+        for layer in self.layers:
+            x, weights = layer(x, memory, mask=mask, memory_mask=memory_mask, need_weights=need_weights)
+            all_weights.append(weights)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x, (all_weights if need_weights else None)
+
+    def forward(self, tokens: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """int tokens ``(batch, t_tgt)`` -> ``(output (batch, t_tgt, d_model), weights)``; see :meth:`decode`."""
+        return self.decode(self.embed(tokens), memory, mask=mask, memory_mask=memory_mask, need_weights=need_weights)
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer for sequence-to-sequence tasks.
+
+    The decoder's self-attention is always causal (position ``i`` sees targets ``0..i``);
+    a ``tgt_mask`` you pass is and-ed with that causal mask, never replaces it.
+
+    Args:
+        src_vocab_size: source token ids.
+        tgt_vocab_size: target token ids (the output classes).
+        d_model, num_heads, d_ff, dropout, activation, norm_first, max_len, positional,
+        layer_norm_eps: as for :class:`Encoder`.
+        num_encoder_layers: encoder depth.
+        num_decoder_layers: decoder depth.
+        src_pad_id, tgt_pad_id: optional padding ids.
+    """
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512, num_heads: int = 8,
+                 num_encoder_layers: int = 6, num_decoder_layers: int = 6, d_ff: int | None = None,
+                 dropout: float = 0.1, activation: str = "relu", norm_first: bool = False, max_len: int = 512,
+                 positional: str = "sinusoidal", src_pad_id: int | None = None, tgt_pad_id: int | None = None,
+                 layer_norm_eps: float = 1e-5) -> None:
+        super().__init__()
+        common = dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout, activation=activation,
+                      norm_first=norm_first, max_len=max_len, positional=positional, layer_norm_eps=layer_norm_eps)
+        self.encoder = Encoder(src_vocab_size, num_layers=num_encoder_layers, pad_id=src_pad_id, **common)
+        self.decoder = Decoder(tgt_vocab_size, num_layers=num_decoder_layers, pad_id=tgt_pad_id, **common)
+        self.generator = nn.Linear(d_model, tgt_vocab_size)  # logits over the target vocabulary
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_mask: torch.Tensor | None = None,
+                tgt_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """Teacher-forced decoding of ``tgt`` given ``src``.
+
+        Args:
+            src: int ``(batch, t_src)``.
+            tgt: int ``(batch, t_tgt)``, the targets shifted right (starting with BOS).
+            src_mask: bool, ``True`` = may attend, e.g. source padding ``(batch, 1, t_src)``;
+                used by encoder self-attention and decoder cross-attention.
+            tgt_mask: optional extra bool mask over targets, e.g. padding ``(batch, 1, t_tgt)``;
+                and-ed with the causal mask.
+            need_weights: also return every attention map.
+
+        Returns:
+            ``(logits, weights)``: logits ``(batch, t_tgt, tgt_vocab_size)``; weights ``None``
+            or ``{"encoder": [...], "decoder": [...]}`` as returned by the stacks.
+        """
+        if tgt_mask is not None:
+            check_mask(tgt_mask, (tgt.size(0), tgt.size(1), tgt.size(1)), what="(batch, t_tgt, t_tgt)")
+        memory, enc_weights = self.encoder(src, mask=src_mask, need_weights=need_weights)
+        causal = causal_mask(tgt.size(1), device=tgt.device)  # (t_tgt, t_tgt)
+        mask = causal if tgt_mask is None else causal & tgt_mask
+        out, dec_weights = self.decoder(tgt, memory, mask=mask, memory_mask=src_mask, need_weights=need_weights)
+        weights = {"encoder": enc_weights, "decoder": dec_weights} if need_weights else None
+        return self.generator(out), weights

@@ -1,0 +1,142 @@
+"""MultiHeadAttention against nn.MultiheadAttention, with the same weights."""
+
+import pytest
+import torch
+from torch import nn
+
+from companion import MultiHeadAttention, causal_mask, copy_weights, padding_mask
+from reference import assert_close, assert_same_grads, backward_with, leaf
+
+DTYPES = [torch.float64, torch.float32]
+
+
+def pair(d_model=16, num_heads=4, dtype=torch.float64, **kw):
+    ours = MultiHeadAttention(d_model, num_heads, **kw).to(dtype)
+    theirs = nn.MultiheadAttention(d_model, num_heads, batch_first=True, **kw).to(dtype)
+    copy_weights(ours, theirs)
+    return ours, theirs
+
+
+def run_both(ours, theirs, dtype, q_shape, kv_shapes=None, mask=None, key_padding=None, per_head=True):
+    """Forward + backward through both; return (ours, theirs) outputs, weights and input grads."""
+    q = leaf(q_shape, dtype)
+    if kv_shapes is None:
+        inputs = (q, q, q)
+    else:
+        inputs = (q, leaf(kv_shapes[0], dtype), leaf(kv_shapes[1], dtype))
+    clones = tuple(t.detach().clone().requires_grad_() for t in dict.fromkeys(inputs))
+    theirs_inputs = clones * 3 if kv_shapes is None else clones
+
+    our_mask = mask
+    if key_padding is not None:  # (batch, 1, t_k), True = may attend
+        our_mask = key_padding if our_mask is None else our_mask & key_padding
+    out, w = ours(*inputs, mask=our_mask, need_weights=True)
+    backward_with(out)
+    ref, ref_w = theirs(
+        *theirs_inputs,
+        attn_mask=None if mask is None else ~mask,  # PyTorch: True = *not* allowed
+        key_padding_mask=None if key_padding is None else ~key_padding.squeeze(1),
+        need_weights=True,
+        average_attn_weights=not per_head,
+    )
+    backward_with(ref)
+    if not per_head:
+        w = w.mean(dim=1)  # PyTorch's default: the average over heads
+    assert_close(out, ref, dtype, "output")
+    assert_close(w, ref_w, dtype, "weights")
+    for a, b in zip(dict.fromkeys(inputs), clones):
+        assert_close(a.grad, b.grad, dtype, "input grad")
+    assert_same_grads(ours, theirs, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("per_head", [True, False])
+def test_self_attention(dtype, per_head):
+    ours, theirs = pair(dtype=dtype)
+    run_both(ours, theirs, dtype, (3, 7, 16), per_head=per_head)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_attention_with_kdim_vdim(dtype):
+    ours, theirs = pair(d_model=12, num_heads=3, dtype=dtype, kdim=10, vdim=6)
+    assert not ours.fused
+    run_both(ours, theirs, dtype, (2, 4, 12), kv_shapes=((2, 9, 10), (2, 9, 6)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_attention_same_width_uses_tall_w(dtype):
+    ours, theirs = pair(dtype=dtype)
+    assert ours.fused and ours.W_qkv.weight.shape == (48, 16)
+    run_both(ours, theirs, dtype, (2, 4, 16), kv_shapes=((2, 6, 16), (2, 6, 16)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_key_padding_mask(dtype):
+    ours, theirs = pair(dtype=dtype)
+    keep = padding_mask(torch.tensor([7, 3, 5]), max_len=7)
+    run_both(ours, theirs, dtype, (3, 7, 16), key_padding=keep)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_causal_and_padding_mask(dtype):
+    ours, theirs = pair(dtype=dtype)
+    keep = padding_mask(torch.tensor([6, 2]), max_len=6)
+    run_both(ours, theirs, dtype, (2, 6, 16), mask=causal_mask(6), key_padding=keep)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_without_bias(dtype):
+    ours, theirs = pair(dtype=dtype, bias=False)
+    assert ours.W_qkv.bias is None
+    run_both(ours, theirs, dtype, (2, 5, 16))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fused_kernel_path_equals_explicit_path(dtype):
+    """need_weights=False runs F.scaled_dot_product_attention; the result must not change."""
+    mha = MultiHeadAttention(16, 4).to(dtype)
+    x = leaf((2, 5, 16), dtype)
+    mask = causal_mask(5) & padding_mask(torch.tensor([5, 3]), max_len=5)
+    fused, none = mha(x, x, x, mask=mask)
+    explicit, w = mha(x, x, x, mask=mask, need_weights=True)
+    assert none is None and w.shape == (2, 4, 5, 5)
+    assert_close(fused, explicit, dtype, "fused vs explicit")
+
+
+def test_per_head_mask_shape():
+    mha = MultiHeadAttention(8, 2).double()
+    x = torch.randn(1, 3, 8, dtype=torch.float64)
+    mask = torch.ones(1, 2, 3, 3, dtype=torch.bool)
+    mask[0, 1] = causal_mask(3)  # head 1 causal, head 0 free
+    _, w = mha(x, x, x, mask=mask, need_weights=True)
+    future = ~causal_mask(3)  # strictly above the diagonal
+    assert (w[0, 1][future] == 0).all() and (w[0, 0][future] > 0).all()
+
+
+def test_split_and_merge_heads_are_inverse():
+    mha = MultiHeadAttention(12, 3)
+    x = torch.randn(2, 5, 12)
+    heads = mha.split_heads(x)
+    assert heads.shape == (2, 3, 5, 4)
+    # head h holds features h*d_k .. (h+1)*d_k - 1 of every position
+    torch.testing.assert_close(heads[:, 1], x[:, :, 4:8])
+    torch.testing.assert_close(mha.merge_heads(heads), x)
+
+
+def test_dropout_only_in_training():
+    mha = MultiHeadAttention(8, 2, dropout=0.5)
+    x = torch.randn(2, 20, 8)
+    mha.eval()
+    a, _ = mha(x, x, x)
+    b, _ = mha(x, x, x)
+    torch.testing.assert_close(a, b)
+    mha.train()
+    _, w = mha(x, x, x, need_weights=True)
+    assert (w == 0).any()
+
+
+def test_copy_weights_back_from_pytorch():
+    theirs = nn.MultiheadAttention(12, 3, batch_first=True, kdim=5, vdim=7).double()
+    ours = copy_weights(theirs, MultiHeadAttention(12, 3, kdim=5, vdim=7).double())
+    q, k, v = torch.randn(2, 4, 12).double(), torch.randn(2, 6, 5).double(), torch.randn(2, 6, 7).double()
+    assert_close(ours(q, k, v)[0], theirs(q, k, v, need_weights=False)[0], torch.float64, "output")
