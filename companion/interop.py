@@ -20,6 +20,7 @@ projection; :func:`torch_state_dict` concatenates them.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .layers import DecoderLayer, EncoderLayer
@@ -88,6 +89,15 @@ def torch_state_dict(module: nn.Module, grad: bool = False) -> dict[str, torch.T
     return out
 
 
+def _activation_name(fn) -> str | None:
+    """'relu' or 'gelu' for PyTorch's activation (a function or a module), else None."""
+    if fn is F.relu or isinstance(fn, nn.ReLU):
+        return "relu"
+    if fn is F.gelu or (isinstance(fn, nn.GELU) and fn.approximate == "none"):
+        return "gelu"
+    return None
+
+
 def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
     """Raise if the two modules would compute different functions even with equal weights."""
     where = f" (at {path})" if path else ""
@@ -101,7 +111,7 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
     elif isinstance(ours, (EncoderLayer, DecoderLayer)):
         if theirs.norm_first != ours.norm_first:
             raise ValueError(f"norm_first differs{where}: companion has {ours.norm_first}, PyTorch {theirs.norm_first}")
-        activation = {1: "relu", 2: "gelu"}.get(getattr(theirs, "activation_relu_or_gelu", 0))
+        activation = _activation_name(theirs.activation)
         if activation != ours.feed_forward.activation:
             raise ValueError(f"activation differs{where}: companion has {ours.feed_forward.activation!r}, PyTorch {activation!r}")
         if theirs.norm1.eps != ours.norms[0].eps:
