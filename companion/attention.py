@@ -97,7 +97,9 @@ def scaled_dot_product_attention(
     else:
         check_positive_finite("scale", scale)
 
-    scores = (query @ key.transpose(-2, -1)) * scale  # (..., t_q, t_k)
+    # (Q * scale) K^T rather than (Q K^T) * scale: the same scores, but the scaling touches
+    # t_q * d_k numbers instead of t_q * t_k, which matters for long sequences.
+    scores = (query * scale) @ key.transpose(-2, -1)  # (..., t_q, t_k)
     if mask is not None:
         check_mask(mask, scores.shape)
         # The most negative finite number, not -inf: a fully masked row then stays finite

@@ -14,7 +14,7 @@ __all__ = ["TokenEmbedding"]
 
 
 class TokenEmbedding(nn.Module):
-    """``Dropout(Embedding(tokens) * sqrt(d_model) + PositionalEncoding)``.
+    """``Dropout(Embedding(tokens) * sqrt(d_model) + PositionalEncoding)`` (chapter 5).
 
     The ``sqrt(d_model)`` factor is the paper's (section 3.4): it brings the embeddings to
     the scale of the positional encodings.

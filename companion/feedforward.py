@@ -19,7 +19,7 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
 class PositionwiseFeedForward(nn.Module):
-    """Two linear layers with an activation between them.
+    """Two linear layers with an activation between them (chapter 6).
 
     Args:
         d_model: input and output width.

@@ -76,7 +76,7 @@ def _layout(module: nn.Module, prefix: str = ""):
 
 
 def torch_state_dict(module: nn.Module, grad: bool = False) -> dict[str, torch.Tensor]:
-    """Our module's parameters (or, with ``grad=True``, their gradients) under PyTorch's names.
+    """Our module's parameters (or, with ``grad=True``, their gradients) under PyTorch's names (chapter 4 on).
 
     ``nn.TransformerEncoderLayer(...).load_state_dict(torch_state_dict(ours))`` works as is.
     """
@@ -133,7 +133,7 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
 
 
 def copy_weights(src: nn.Module, dst: nn.Module) -> nn.Module:
-    """Copy ``src``'s weights into ``dst``, one a companion module, the other PyTorch's counterpart.
+    """Copy ``src``'s weights into ``dst``: one a companion module, the other its PyTorch counterpart (chapter 4 on).
 
     Afterwards both compute the same function (up to floating-point rounding). Sizes,
     ``num_heads``, ``norm_first``, activation, LayerNorm epsilon and ``batch_first`` are

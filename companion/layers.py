@@ -65,7 +65,7 @@ class _Layer(nn.Module):
 
 
 class EncoderLayer(_Layer):
-    """Self-attention then feed-forward, each with residual + LayerNorm.
+    """Self-attention then feed-forward, each with residual + LayerNorm (chapter 6).
 
     Args:
         d_model: width of the token representations.
@@ -115,7 +115,7 @@ class EncoderLayer(_Layer):
 
 
 class DecoderLayer(_Layer):
-    """Masked self-attention, cross-attention to the encoder output, then feed-forward.
+    """Masked self-attention, cross-attention to the encoder output, then feed-forward (chapter 6).
 
     Takes the same arguments as :class:`EncoderLayer`; the cross-attention's queries come
     from the decoder, its keys and values from the encoder output (``memory``).

@@ -19,7 +19,7 @@ __all__ = ["causal_mask", "padding_mask", "from_key_padding_mask"]
 
 
 def causal_mask(t: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """Position ``i`` may attend to positions ``0..i`` only (the decoder's self-attention).
+    """Position ``i`` may attend to positions ``0..i`` only: the decoder's self-attention (chapter 6).
 
     Args:
         t: sequence length.
@@ -39,7 +39,7 @@ def padding_mask(
     tokens: torch.Tensor | None = None,
     pad_id: int | None = None,
 ) -> torch.Tensor:
-    """Keys that are real tokens may be attended to; padding may not.
+    """Keys that are real tokens may be attended to; padding may not (chapter 2).
 
     Call it either with ``lengths`` (and optionally ``max_len``) or with ``tokens`` and
     ``pad_id``.
@@ -86,7 +86,7 @@ def padding_mask(
 
 
 def from_key_padding_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
-    """Convert PyTorch's ``key_padding_mask`` (``True`` = ignore) to our convention.
+    """Convert PyTorch's ``key_padding_mask`` (``True`` = ignore) to our convention (chapter 4).
 
     Args:
         key_padding_mask: bool ``(batch, t_k)``, ``True`` at padding.

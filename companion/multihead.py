@@ -26,7 +26,7 @@ __all__ = ["MultiHeadAttention"]
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention with batch-first tensors, equal to ``nn.MultiheadAttention``.
+    """Multi-head attention with batch-first tensors, equal to ``nn.MultiheadAttention`` (chapter 4).
 
     Args:
         d_model: width of the queries and of the output; split evenly over the heads.

@@ -17,7 +17,7 @@ __all__ = ["sinusoidal_encoding", "SinusoidalPositionalEncoding", "LearnedPositi
 
 
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
-    """The fixed encodings of "Attention Is All You Need"::
+    """The fixed encodings of "Attention Is All You Need" (chapter 5)::
 
         E[p, 2i]   = sin(p / 10000^(2i / d_model))
         E[p, 2i+1] = cos(p / 10000^(2i / d_model))
@@ -52,7 +52,7 @@ def _check_length(x: torch.Tensor, d_model: int, max_len: int) -> None:
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    """Adds :func:`sinusoidal_encoding` to its input. No trainable parameters.
+    """Adds :func:`sinusoidal_encoding` to its input; no trainable parameters (chapter 5).
 
     The table is a non-persistent buffer: it follows ``.to(device)`` but is not saved in
     the ``state_dict`` (it is recomputed from ``max_len`` and ``d_model``).
@@ -77,7 +77,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """Adds a trained vector per position (as in BERT and GPT).
+    """Adds a trained vector per position, as in BERT and GPT (chapter 5).
 
     Args:
         max_len: number of positions, and so the longest sequence accepted.

@@ -29,7 +29,7 @@ class _Stack(nn.Module):
 
 
 class Encoder(_Stack):
-    """Token embedding + positions, then ``num_layers`` :class:`EncoderLayer`.
+    """Token embedding + positions, then ``num_layers`` :class:`EncoderLayer` (chapter 6).
 
     Args:
         vocab_size: number of token ids.
@@ -78,7 +78,7 @@ class Encoder(_Stack):
 
 
 class Decoder(_Stack):
-    """Token embedding + positions, then ``num_layers`` :class:`DecoderLayer`.
+    """Token embedding + positions, then ``num_layers`` :class:`DecoderLayer` (chapter 6).
 
     Takes the same arguments as :class:`Encoder`.
     """
@@ -119,7 +119,7 @@ class Decoder(_Stack):
 
 
 class Transformer(nn.Module):
-    """The encoder-decoder Transformer for sequence-to-sequence tasks.
+    """The encoder-decoder Transformer for sequence-to-sequence tasks (chapter 6).
 
     The decoder's self-attention is always causal (position ``i`` sees targets ``0..i``);
     a ``tgt_mask`` you pass is and-ed with that causal mask, never replaces it.
