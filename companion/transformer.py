@@ -127,8 +127,8 @@ class Transformer(nn.Module):
     Args:
         src_vocab_size: source token ids.
         tgt_vocab_size: target token ids (the output classes).
-        d_model, num_heads, d_ff, dropout, activation, norm_first, max_len, positional,
-        layer_norm_eps: as for :class:`Encoder`.
+        d_model, num_heads, d_ff, dropout, activation, norm_first, max_len, positional, layer_norm_eps:
+            as for :class:`Encoder`.
         num_encoder_layers: encoder depth.
         num_decoder_layers: decoder depth.
         src_pad_id, tgt_pad_id: optional padding ids.
