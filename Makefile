@@ -1,30 +1,70 @@
-# Attention and Transformers from Scratch: set-up and checks.
-#   make test    set-up (virtual environment, pinned dependencies), then every test
-#   make bench   the speed benchmark against PyTorch's own modules
-# Another PyTorch build (CUDA, ROCm, another version): make TORCH="torch==2.5.1" test, or
-# install torch into .venv yourself first and then run make.
+# Attention and Transformers from Scratch
+#   make book      set-up, then the website (_build/html/index.html)
+#   make test      set-up, then every test: package, grader, notebooks (nbval), site build, browser
+#   make grade NOTEBOOKS=<folder>   grade a learner's notebooks (a table, a score, exit 1 on failures)
+#   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
+#   make serve     serve the built site on http://127.0.0.1:8000
+#   make bench     companion vs PyTorch speed
+# Set-up makes .venv with pinned versions (constraints.txt) and torch==2.13.0, the CPU build
+# of the course machines. For another PyTorch build: make TORCH="torch==2.5.1" test (or install
+# your torch into .venv first; a torch that satisfies the package is kept).
 
-PYTHON ?= python3
-VENV   ?= .venv
-TORCH  ?= torch==2.13.0
-PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+PYTHON    ?= python3
+VENV      ?= .venv
+TORCH     ?= torch==2.13.0
+NOTEBOOKS ?= chapters
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed
+SITE      := _build/html
 
-.PHONY: setup test bench clean
+.PHONY: setup book test test-package test-notebooks test-site chromium grade execute serve bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book]"
 	touch $@
 
 setup: $(STAMP)
 
-test: $(STAMP)
-	$(PY) -m pytest
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . -W --keep-going
+	@echo "The website: $(abspath $(SITE)/index.html)"
+
+test: test-package test-notebooks book test-site
+
+test-package: $(STAMP)
+	$(PY) -m pytest tests --ignore=tests/site
+
+test-notebooks: $(STAMP)
+	$(PY) -m pytest --nbval-lax -p no:cacheprovider chapters
+
+test-site: $(STAMP) chromium
+	$(PY) -m pytest tests/site
+
+# The browser test drives Debian's Chromium (no browser download). As root (CI) it is
+# installed when missing; otherwise the test skips and says how to enable it.
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && [ -z "$$CHROMIUM" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "no chromium and not root: install it (apt-get install chromium) or set CHROMIUM=/path/to/chromium"; \
+	  fi; \
+	fi
+
+grade: $(STAMP)
+	$(PY) -m companion.grading $(NOTEBOOKS)
+
+execute: $(STAMP)
+	COURSE_QUICK= $(VENV)/bin/jupyter execute --inplace chapters/*.ipynb
+
+serve: book
+	$(PY) -m http.server --directory $(SITE) --bind 127.0.0.1 8000
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis companion.egg-info
+	rm -rf $(VENV) _build .pytest_cache .hypothesis companion.egg-info

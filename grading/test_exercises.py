@@ -1,0 +1,27 @@
+"""Grade a learner's notebooks with plain pytest: one test per exercise.
+
+    NOTEBOOKS=path/to/notebooks python -m pytest grading        # GitHub Classroom, any CI
+
+The same checks as the notebooks' check cells and `python -m companion.grading`.
+"""
+
+import os
+
+import pytest
+
+from companion.exercises import EXERCISES
+from companion.grading import grade_folder
+
+FOLDER = os.environ.get("NOTEBOOKS", "chapters")
+TIMEOUT = float(os.environ.get("GRADING_TIMEOUT", "60"))
+
+
+@pytest.fixture(scope="session")
+def results():
+    return {r.exercise: r for r in grade_folder(FOLDER, timeout=TIMEOUT)}
+
+
+@pytest.mark.parametrize("exercise_id", list(EXERCISES))
+def test_exercise(results, exercise_id):
+    result = results[exercise_id]
+    assert result.passed, result.message
