@@ -10,6 +10,7 @@ from .attention import hardargmax, scaled_dot_product_attention, softargmax
 from .classifier import POOLINGS, TransformerClassifier
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
+from .imdb import load_imdb, read_imdb
 from .interop import copy_weights, torch_state_dict
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, from_key_padding_mask, padding_mask
@@ -46,6 +47,8 @@ __all__ = [
     # chapter 7: classification
     "TransformerClassifier",
     "POOLINGS",
+    "load_imdb",
+    "read_imdb",
     # equality with PyTorch
     "copy_weights",
     "torch_state_dict",
