@@ -58,7 +58,7 @@ grade: $(STAMP)
 	$(PY) -m companion.grading $(NOTEBOOKS)
 
 execute: $(STAMP)
-	COURSE_QUICK= $(VENV)/bin/jupyter execute --inplace chapters/*.ipynb
+	$(PY) tools/execute_notebooks.py chapters/*.ipynb
 
 serve: book
 	$(PY) -m http.server --directory $(SITE) --bind 127.0.0.1 8000

@@ -1,0 +1,31 @@
+"""Re-run chapter notebooks in place so their stored outputs (what the website shows) are fresh.
+
+    python tools/execute_notebooks.py chapters/*.ipynb      (what `make execute` runs)
+
+Runs the full version (COURSE_QUICK is cleared) and records no per-cell timestamps, so a
+re-run changes a notebook only where its outputs change.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import nbclient
+import nbformat
+
+
+def execute(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=3600, record_timing=False,
+                                     resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    for cell in notebook.cells:  # drop timestamps an older run may have left
+        cell.metadata.pop("execution", None)
+    nbformat.write(notebook, path)
+    print(f"executed {path}")
+
+
+if __name__ == "__main__":
+    os.environ.pop("COURSE_QUICK", None)
+    for name in sys.argv[1:]:
+        execute(Path(name))
