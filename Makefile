@@ -4,7 +4,7 @@
 #   make grade NOTEBOOKS=<folder>   grade a learner's notebooks (a table, a score, exit 1 on failures)
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
-#   make bench     companion vs PyTorch speed
+#   make bench     companion vs PyTorch speed; make bench-imdb: the IMDB models (chapter 7)
 # Set-up makes .venv with pinned versions (constraints.txt) and torch==2.13.0, the CPU build
 # of the course machines. For another PyTorch build: make TORCH="torch==2.5.1" test (or install
 # your torch into .venv first; a torch that satisfies the package is kept).
@@ -17,12 +17,12 @@ PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 SITE      := _build/html
 
-.PHONY: setup book test test-package test-notebooks test-site chromium grade execute serve bench clean
+.PHONY: setup book test test-package test-notebooks test-site chromium grade execute serve bench bench-imdb clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench]"
 	touch $@
 
 setup: $(STAMP)
@@ -65,6 +65,12 @@ serve: book
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention.py
+
+# IMDB: seed baseline, Keras-style reference, course model, TF-IDF (about an hour on 2 cores).
+# Uses COURSE_IMDB if set, else the shared archive beside the repository, else the download.
+IMDB_LOCAL := $(wildcard ../shared/data/aclImdb-labeled.tar.gz)
+bench-imdb: $(STAMP)
+	COURSE_IMDB=$${COURSE_IMDB:-$(IMDB_LOCAL)} $(PY) benchmarks/imdb.py
 
 clean:
 	rm -rf $(VENV) _build .pytest_cache .hypothesis companion.egg-info

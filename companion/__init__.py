@@ -11,6 +11,7 @@ from .classifier import POOLINGS, TransformerClassifier
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .imdb import load_imdb, read_imdb
+from .text import Vocab, pad_batch, tokenize
 from .interop import copy_weights, torch_state_dict
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, from_key_padding_mask, padding_mask
@@ -49,6 +50,9 @@ __all__ = [
     "POOLINGS",
     "load_imdb",
     "read_imdb",
+    "tokenize",
+    "Vocab",
+    "pad_batch",
     # equality with PyTorch
     "copy_weights",
     "torch_state_dict",

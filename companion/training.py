@@ -1,0 +1,131 @@
+"""Training and evaluating a sequence classifier (chapter 7)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from .text import pad_batch
+
+__all__ = ["History", "length_batches", "train_classifier", "predict"]
+
+
+@dataclass
+class History:
+    """What :func:`train_classifier` measured, per epoch."""
+
+    train_loss: list[float] = field(default_factory=list)
+    val_accuracy: list[float] = field(default_factory=list)
+    epoch_seconds: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, generator: torch.Generator | None = None):
+    """Index batches of reviews of similar length (chapter 7): far less padding to compute on.
+
+    Sorts by length, cuts into batches, and (with ``shuffle``) visits the batches in random order.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if shuffle:
+        chunks = [chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()]
+    return chunks
+
+
+def _lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    if schedule == "cosine":
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+    return 1.0
+
+
+def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Sequence[int]],
+                     val: tuple[Sequence[Sequence[int]], Sequence[int]], *, epochs: int, batch_size: int = 32,
+                     lr: float = 1e-3, weight_decay: float = 0.0, warmup_fraction: float = 0.0,
+                     schedule: str = "constant", max_len: int = 256, truncate: str = "head", clip: float = 1.0,
+                     device: torch.device | str = "cpu", seed: int = 0, progress: bool = True,
+                     max_steps: int | None = None) -> History:
+    """Train ``model`` (tokens -> ``(logits, weights)``) with AdamW and cross-entropy (chapter 7).
+
+    ``train`` and ``val`` are ``(token id lists, labels)``. After every epoch the validation
+    accuracy is measured; at the end the model holds the weights of its best epoch (early
+    stopping chosen on validation data, never on test data).
+
+    Returns:
+        the :class:`History` of losses, validation accuracies and epoch times.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    model.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    texts, labels = train
+    lengths = [min(len(t), max_len) for t in texts]
+    steps_per_epoch = math.ceil(len(texts) / batch_size)
+    total = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
+    warmup = int(warmup_fraction * total)
+    history, best_state, step = History(), None, 0
+    for epoch in range(epochs):
+        model.train()
+        start, losses = time.perf_counter(), []
+        batches = length_batches(lengths, batch_size, shuffle=True, generator=generator)
+        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{epochs}", disable=not progress, leave=False)
+        for index in bar:
+            if step >= total:
+                break
+            tokens, _ = pad_batch([texts[i] for i in index], max_len, truncate=truncate)
+            target = torch.tensor([labels[i] for i in index], device=device)
+            for group in optimizer.param_groups:
+                group["lr"] = lr * _lr_factor(step, total, warmup, schedule)
+            logits, _ = model(tokens.to(device))
+            loss = F.cross_entropy(logits, target)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            losses.append(loss.item())
+            step += 1
+            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+        history.epoch_seconds.append(time.perf_counter() - start)
+        history.train_loss.append(sum(losses) / max(1, len(losses)))
+        accuracy = accuracy_of(model, val, batch_size=128, max_len=max_len, truncate=truncate, device=device)
+        history.val_accuracy.append(accuracy)
+        if accuracy > max(history.val_accuracy[:-1], default=-1.0):
+            history.best_epoch, best_state = epoch, copy.deepcopy(model.state_dict())
+        if progress:
+            print(f"epoch {epoch + 1}: train loss {history.train_loss[-1]:.4f}, val accuracy {accuracy:.4f}, "
+                  f"{history.epoch_seconds[-1]:.0f} s")
+        if step >= total:
+            break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return history
+
+
+@torch.no_grad()
+def predict(model: nn.Module, texts: Sequence[Sequence[int]], *, batch_size: int = 128, max_len: int = 256,
+            truncate: str = "head", device: torch.device | str = "cpu") -> torch.Tensor:
+    """Class probabilities ``(n, num_classes)`` for token id lists, in their given order (chapter 7)."""
+    model.eval()
+    lengths = [min(len(t), max_len) for t in texts]
+    out = [None] * len(texts)
+    for index in length_batches(lengths, batch_size, shuffle=False):
+        tokens, _ = pad_batch([texts[i] for i in index], max_len, truncate=truncate)
+        logits, _ = model(tokens.to(device))
+        for i, p in zip(index, torch.softmax(logits.float(), dim=-1).cpu()):
+            out[i] = p
+    return torch.stack(out)
+
+
+def accuracy_of(model, data, **kwargs) -> float:
+    """Fraction of ``(token id lists, labels)`` classified correctly (chapter 7)."""
+    texts, labels = data
+    predicted = predict(model, texts, **kwargs).argmax(dim=-1)
+    return (predicted == torch.tensor(labels)).float().mean().item()
