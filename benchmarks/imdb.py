@@ -22,79 +22,31 @@ import time
 
 import torch
 
-from companion import TransformerClassifier, Vocab, load_imdb, tokenize
-from companion.training import accuracy_of, train_classifier
+from companion import load_imdb
+from companion.sentiment import CONFIGS, split_imdb, train_config
+from companion.training import accuracy_of
 
-# Each neural config: model sizes and how it is trained. "vocab" counts <pad> and <unk>.
-CONFIGS = {
-    # The source material's classifier: 1 layer, d_model 32, 2 heads, feed-forward 128,
-    # 50,002 words, max pooling; trained as its notebook does (200 tokens, batch 164, Adam 1e-4, 10 epochs).
-    "seed": dict(vocab=50_002, d_model=32, num_heads=2, d_ff=128, num_layers=1, pooling="max", positional="sinusoidal",
-                 dropout=0.1, norm_first=False, max_len=200, truncate="head", batch_size=164, lr=1e-4,
-                 weight_decay=0.0, epochs=10, schedule="constant", warmup=0.0),
-    # Keras' "Text classification with Transformer" example: 20k words, 200 tokens, embedding 32,
-    # 2 heads, feed-forward 32, global average pooling, batch 32, Adam, 2 epochs.
-    "keras": dict(vocab=20_000, d_model=32, num_heads=2, d_ff=32, num_layers=1, pooling="mean", positional="learned",
-                  dropout=0.1, norm_first=False, max_len=200, truncate="head", batch_size=32, lr=1e-3,
-                  weight_decay=0.0, epochs=2, schedule="constant", warmup=0.0),
-    # The course model: longer reviews (head and tail), wider, pre-norm, mean pooling, AdamW with warm-up + cosine.
-    "course": dict(vocab=40_000, d_model=64, num_heads=4, d_ff=128, num_layers=1, pooling="mean", positional="sinusoidal",
-                   dropout=0.2, norm_first=True, max_len=512, truncate="head_tail", batch_size=32, lr=2e-3,
-                   weight_decay=0.01, epochs=3, schedule="cosine", warmup=0.05),
-}
 ALL = [*CONFIGS, "tfidf"]
 
 
-def data_split(seed: int = 0, quick: bool = False):
-    """Tokenised train/val/test, the val set carved from train (balanced, seeded)."""
-    data = load_imdb()
-    g = torch.Generator().manual_seed(seed)
-    train_tokens = [tokenize(t) for t in data["train"].texts]
-    labels = data["train"].labels
-    val_index = set()
-    for label in (0, 1):
-        members = [i for i, y in enumerate(labels) if y == label]
-        picks = torch.randperm(len(members), generator=g)[:1250].tolist()
-        val_index.update(members[i] for i in picks)
-    split = {
-        "train": ([t for i, t in enumerate(train_tokens) if i not in val_index], [y for i, y in enumerate(labels) if i not in val_index]),
-        "val": ([train_tokens[i] for i in sorted(val_index)], [labels[i] for i in sorted(val_index)]),
-        "test": ([tokenize(t) for t in data["test"].texts], data["test"].labels),
-    }
-    if quick:  # a subset of every split, for smoke runs
-        for name, (x, y) in split.items():
-            keep = torch.randperm(len(x), generator=g)[: {"train": 2000, "val": 500, "test": 1000}[name]].tolist()
-            split[name] = ([x[i] for i in keep], [y[i] for i in keep])
-    return split
-
-
 def run_neural(name: str, quick: bool) -> dict:
-    cfg = CONFIGS[name]
-    split = data_split(quick=quick)
-    vocab = Vocab.build(split["train"][0], max_size=cfg["vocab"])
-    encoded = {k: ([vocab.encode(t) for t in x], y) for k, (x, y) in split.items()}
-    torch.manual_seed(0)
-    model = TransformerClassifier(len(vocab), 2, d_model=cfg["d_model"], num_heads=cfg["num_heads"],
-                                  num_layers=cfg["num_layers"], d_ff=cfg["d_ff"], dropout=cfg["dropout"],
-                                  norm_first=cfg["norm_first"], max_len=cfg["max_len"], positional=cfg["positional"],
-                                  pooling=cfg["pooling"], pad_id=vocab.pad_id)
+    config = CONFIGS[name]
+    split = split_imdb(load_imdb(), quick=quick)
     start = time.perf_counter()
-    history = train_classifier(model, encoded["train"], encoded["val"], epochs=1 if quick else cfg["epochs"],
-                               batch_size=cfg["batch_size"], lr=cfg["lr"], weight_decay=cfg["weight_decay"],
-                               warmup_fraction=cfg["warmup"], schedule=cfg["schedule"], max_len=cfg["max_len"],
-                               truncate=cfg["truncate"], progress=False)
+    model, vocab, history = train_config(config, split, epochs=1 if quick else None, progress=False)
     wall = time.perf_counter() - start
-    test = accuracy_of(model, encoded["test"], max_len=cfg["max_len"], truncate=cfg["truncate"])
+    test = ([vocab.encode(t) for t in split["test"][0]], split["test"][1])
+    accuracy = accuracy_of(model, test, max_len=config["max_len"], truncate=config["truncate"])
     return dict(name=name, params=sum(p.numel() for p in model.parameters()), train_seconds=wall,
                 epoch_seconds=sum(history.epoch_seconds) / len(history.epoch_seconds),
-                val_accuracy=max(history.val_accuracy), test_accuracy=test, val_curve=history.val_accuracy)
+                val_accuracy=max(history.val_accuracy), test_accuracy=accuracy, val_curve=history.val_accuracy)
 
 
 def run_tfidf(quick: bool) -> dict:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    split = data_split(quick=quick)
+    split = split_imdb(load_imdb(), quick=quick)
     start = time.perf_counter()
     vectorizer = TfidfVectorizer(analyzer=lambda tokens: tokens + [a + " " + b for a, b in zip(tokens, tokens[1:])],
                                  min_df=2, sublinear_tf=True)

@@ -53,7 +53,7 @@ class TransformerClassifier(nn.Module):
         self.head = nn.Linear(d_model, num_classes)
 
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
-        """Classify each sequence.
+        """Classify each sequence: :meth:`encode`, then :meth:`pool`, then the linear head.
 
         Args:
             tokens: int ``(batch, t)``, padded with ``pad_id``; ``t <= max_len``.
@@ -63,6 +63,16 @@ class TransformerClassifier(nn.Module):
             ``(logits, weights)``: logits ``(batch, num_classes)``; weights ``None`` or a
             list of ``(batch, num_heads, t', t')`` per layer, where ``t' = t + 1`` with
             ``"cls"`` pooling (index 0 is ``[CLS]``) and ``t`` otherwise.
+        """
+        x, keep, weights = self.encode(tokens, need_weights=need_weights)
+        return self.head(self.pool(x, keep)), weights
+
+    def encode(self, tokens: torch.Tensor, need_weights: bool = False):
+        """The per-token representations that pooling summarises (what :meth:`forward` runs first).
+
+        Returns:
+            ``(x, keep, weights)``: x ``(batch, t', d_model)``; keep, the bool padding mask
+            ``(batch, 1, t')`` (``None`` without ``pad_id``); weights as in :meth:`forward`.
         """
         check_tokens("tokens", tokens, pad_hint=" padded with pad_id")
         if tokens.size(1) > self.max_len:
@@ -82,7 +92,7 @@ class TransformerClassifier(nn.Module):
         if keep is not None and not bool(keep.any(dim=-1).all()):
             raise ValueError("a sequence in the batch is entirely padding; every sequence needs at least one real token")
         x, weights = self.encoder(tokens, mask=keep, need_weights=need_weights)  # (batch, t, d_model)
-        return self.head(self.pool(x, keep)), weights
+        return x, keep, weights
 
     def pool(self, x: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         """``(batch, t, d_model)`` and bool ``keep`` ``(batch, 1, t)`` -> ``(batch, d_model)``."""

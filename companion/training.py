@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .text import pad_batch
 
@@ -76,7 +76,7 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
         model.train()
         start, losses = time.perf_counter(), []
         batches = length_batches(lengths, batch_size, shuffle=True, generator=generator)
-        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{epochs}", disable=not progress, leave=False)
+        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{epochs}", disable=not progress, mininterval=10)
         for index in bar:
             if step >= total:
                 break

@@ -3,7 +3,9 @@
     python tools/execute_notebooks.py chapters/*.ipynb      (what `make execute` runs)
 
 Runs the full version (COURSE_QUICK is cleared) and records no per-cell timestamps, so a
-re-run changes a notebook only where its outputs change.
+re-run changes a notebook only where its outputs change. Cells tagged ``data-output`` show
+text from a data set (IMDB reviews): their outputs are dropped before saving, because the
+course does not republish the data; a reader sees them when running the notebook.
 """
 
 import os
@@ -19,8 +21,10 @@ def execute(path: Path) -> None:
     client = nbclient.NotebookClient(notebook, timeout=3600, record_timing=False,
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
-    for cell in notebook.cells:  # drop timestamps an older run may have left
-        cell.metadata.pop("execution", None)
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)  # timestamps an older run may have left
+        if "data-output" in cell.metadata.get("tags", []):
+            cell.outputs = []
     nbformat.write(notebook, path)
     print(f"executed {path}")
 

@@ -8,9 +8,9 @@ notebook (:func:`companion.grading.check`) and grade a folder of notebooks
 
 from __future__ import annotations
 
-from ._core import Exercise, Mismatch, expect_close
-from . import ch01
+from ._core import Exercise, Mismatch, expect_close, expect_equal
+from . import ch01, ch07
 
-__all__ = ["EXERCISES", "Exercise", "Mismatch", "expect_close"]
+__all__ = ["EXERCISES", "Exercise", "Mismatch", "expect_close", "expect_equal"]
 
-EXERCISES: dict[str, Exercise] = {ex.id: ex for ex in ch01.EXERCISES}
+EXERCISES: dict[str, Exercise] = {ex.id: ex for ex in (*ch01.EXERCISES, *ch07.EXERCISES)}

@@ -51,3 +51,15 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
         )
     if not torch.allclose(got.detach().to(expected.dtype), expected, atol=atol, rtol=1e-4, equal_nan=False):
         raise Mismatch(f"{case}: expected {_fmt(expected)}, got {_fmt(got)}. Hint: {hint}")
+
+
+def expect_equal(got, expected: torch.Tensor, case: str, hint: str) -> None:
+    """Raise :class:`Mismatch` unless ``got`` equals ``expected`` exactly: dtype, shape and values."""
+    if not isinstance(got, torch.Tensor):
+        raise Mismatch(f"{case}: expected a torch.Tensor, got {type(got).__name__}. Hint: {hint}")
+    if got.dtype != expected.dtype:
+        raise Mismatch(f"{case}: expected dtype {expected.dtype}, got {got.dtype}. Hint: {hint}")
+    if got.shape != expected.shape:
+        raise Mismatch(f"{case}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}. Hint: {hint}")
+    if not torch.equal(got, expected):
+        raise Mismatch(f"{case}: expected {expected.tolist()}, got {got.tolist()}. Hint: {hint}")

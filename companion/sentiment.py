@@ -1,0 +1,118 @@
+"""IMDB sentiment models of chapter 7: their configurations, the data split, training, saving.
+
+The chapter notebook and ``benchmarks/imdb.py`` both use these, so the numbers in the book
+and in the benchmark come from the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from .classifier import TransformerClassifier
+from .imdb import Split
+from .text import Vocab, tokenize
+from .training import History, train_classifier
+
+__all__ = ["CONFIGS", "split_imdb", "build_classifier", "train_config", "save_classifier", "load_classifier"]
+
+# Model sizes and training settings. "vocab" counts <pad> and <unk>.
+CONFIGS: dict[str, dict] = {
+    # The source material's classifier: 1 layer, d_model 32, 2 heads, feed-forward 128,
+    # 50,002 words, max pooling; trained on the first 200 tokens, batch 164, Adam 1e-4, 10 epochs.
+    "seed": dict(vocab=50_002, d_model=32, num_heads=2, d_ff=128, num_layers=1, pooling="max",
+                 positional="sinusoidal", dropout=0.1, norm_first=False, max_len=200, truncate="head",
+                 batch_size=164, lr=1e-4, weight_decay=0.0, epochs=10, schedule="constant", warmup=0.0),
+    # Keras' "Text classification with Transformer" example: 20k words, first 200 tokens,
+    # embedding 32, 2 heads, feed-forward 32, global average pooling, batch 32, Adam, 2 epochs.
+    "keras": dict(vocab=20_000, d_model=32, num_heads=2, d_ff=32, num_layers=1, pooling="mean",
+                  positional="learned", dropout=0.1, norm_first=False, max_len=200, truncate="head",
+                  batch_size=32, lr=1e-3, weight_decay=0.0, epochs=2, schedule="constant", warmup=0.0),
+    # The course model: longer reviews (their start and their end), wider, pre-norm, mean
+    # pooling, AdamW with warm-up and a cosine schedule.
+    "course": dict(vocab=40_000, d_model=64, num_heads=4, d_ff=128, num_layers=1, pooling="mean",
+                   positional="sinusoidal", dropout=0.2, norm_first=True, max_len=512, truncate="head_tail",
+                   batch_size=32, lr=2e-3, weight_decay=0.01, epochs=3, schedule="cosine", warmup=0.05),
+}
+
+
+def split_imdb(data: dict[str, Split], val_size: int = 2500, seed: int = 0, quick: bool = False) -> dict:
+    """Tokenise, and carve a balanced validation set out of the training reviews (chapter 7).
+
+    Args:
+        data: what :func:`companion.load_imdb` returns.
+        val_size: validation reviews, half of each class.
+        seed: the carving is random but reproducible.
+        quick: keep a small random subset of every split (2,000 / 500 / 2,000), for smoke runs.
+
+    Returns:
+        ``{"train": (token lists, labels), "val": (...), "test": (...)}``.
+    """
+    g = torch.Generator().manual_seed(seed)
+    labels = data["train"].labels
+    val_index: set[int] = set()
+    for label in (0, 1):
+        members = [i for i, y in enumerate(labels) if y == label]
+        val_index.update(members[i] for i in torch.randperm(len(members), generator=g)[: val_size // 2].tolist())
+    train_index = [i for i in range(len(labels)) if i not in val_index]
+    val_sorted = sorted(val_index)
+    texts = data["train"].texts
+    if quick:
+        train_index = [train_index[i] for i in torch.randperm(len(train_index), generator=g)[:2000].tolist()]
+        val_sorted = [val_sorted[i] for i in torch.randperm(len(val_sorted), generator=g)[:500].tolist()]
+    test_index = list(range(len(data["test"])))
+    if quick:
+        test_index = torch.randperm(len(test_index), generator=g)[:2000].tolist()
+    return {
+        "train": ([tokenize(texts[i]) for i in train_index], [labels[i] for i in train_index]),
+        "val": ([tokenize(texts[i]) for i in val_sorted], [labels[i] for i in val_sorted]),
+        "test": ([tokenize(data["test"].texts[i]) for i in test_index], [data["test"].labels[i] for i in test_index]),
+    }
+
+
+def build_classifier(config: dict, vocab: Vocab) -> TransformerClassifier:
+    """The :class:`TransformerClassifier` a config describes, for ``vocab`` (chapter 7)."""
+    return TransformerClassifier(len(vocab), 2, d_model=config["d_model"], num_heads=config["num_heads"],
+                                 num_layers=config["num_layers"], d_ff=config["d_ff"], dropout=config["dropout"],
+                                 norm_first=config["norm_first"], max_len=config["max_len"],
+                                 positional=config["positional"], pooling=config["pooling"], pad_id=vocab.pad_id)
+
+
+def train_config(config: dict, split: dict, *, epochs: int | None = None, device: torch.device | str = "cpu",
+                 seed: int = 0, progress: bool = True) -> tuple[TransformerClassifier, Vocab, History]:
+    """Build the vocabulary from the training reviews, then build and train the model (chapter 7).
+
+    Returns:
+        ``(model, vocab, history)``; the model holds its best-validation weights.
+    """
+    vocab = Vocab.build(split["train"][0], max_size=config["vocab"])
+    encoded = {k: ([vocab.encode(t) for t in x], y) for k, (x, y) in split.items() if k in ("train", "val")}
+    torch.manual_seed(seed)
+    model = build_classifier(config, vocab)
+    history = train_classifier(model, encoded["train"], encoded["val"], epochs=epochs or config["epochs"],
+                               batch_size=config["batch_size"], lr=config["lr"], weight_decay=config["weight_decay"],
+                               warmup_fraction=config["warmup"], schedule=config["schedule"],
+                               max_len=config["max_len"], truncate=config["truncate"], device=device, seed=seed,
+                               progress=progress)
+    return model, vocab, history
+
+
+def save_classifier(path: str | os.PathLike, model: TransformerClassifier, vocab: Vocab, config: dict) -> None:
+    """Save weights, vocabulary and config in one file (chapter 7); :func:`load_classifier` reads it."""
+    torch.save({"state_dict": model.state_dict(), "vocab": vocab.to_json(), "config": json.dumps(config)}, Path(path))
+
+
+def load_classifier(path: str | os.PathLike, device: torch.device | str = "cpu"):
+    """Read what :func:`save_classifier` wrote (chapter 7).
+
+    Returns:
+        ``(model, vocab, config)``, the model in eval mode on ``device``.
+    """
+    saved = torch.load(Path(path), map_location=device, weights_only=True)
+    vocab, config = Vocab.from_json(saved["vocab"]), json.loads(saved["config"])
+    model = build_classifier(config, vocab).to(device)
+    model.load_state_dict(saved["state_dict"])
+    return model.eval(), vocab, config

@@ -1,0 +1,45 @@
+"""Committed notebooks: outputs that show the data set are not stored (we do not republish IMDB)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from companion import read_imdb, tokenize
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
+SHARED = ROOT.parent / "shared" / "data" / "aclImdb-labeled.tar.gz"
+
+
+def output_text(path):
+    notebook = json.loads(path.read_text())
+    parts = []
+    for cell in notebook["cells"]:
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")))
+            for kind in ("text/plain", "text/html"):
+                parts.append("".join(out.get("data", {}).get(kind, "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_data_output_cells_are_stored_without_outputs(path):
+    notebook = json.loads(path.read_text())
+    for cell in notebook["cells"]:
+        if "data-output" in cell.get("metadata", {}).get("tags", []):
+            assert cell["outputs"] == [], f"{path.name}: a data-output cell has stored outputs (run make execute)"
+
+
+@pytest.mark.skipif(not SHARED.exists() and os.environ.get("CI") != "true", reason=f"no {SHARED}")
+def test_no_review_text_in_any_stored_output():
+    stored = "\n".join(output_text(p) for p in NOTEBOOKS).lower()
+    data = read_imdb(SHARED)
+    leaked = []
+    for split in data.values():
+        for text in split.texts:
+            for probe in (text.lower()[:60], " ".join(tokenize(text))[:60]):
+                if len(probe) >= 40 and probe in stored:
+                    leaked.append(probe)
+    assert not leaked, f"{len(leaked)} reviews appear in stored notebook outputs, e.g. {leaked[:2]}"
