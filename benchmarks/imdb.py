@@ -2,6 +2,7 @@
 
     COURSE_IMDB=../shared/data/aclImdb-labeled.tar.gz python benchmarks/imdb.py
     python benchmarks/imdb.py --configs course --quick           # a fast smoke run
+    python benchmarks/imdb.py --configs course --set max_len=256 # one ablation row: the course model, changed
 
 Every config trains in a fresh subprocess (so its peak memory is its own) on the same split:
 the vocabulary and every choice come from the training reviews (22,500 of them, 2,500 held
@@ -29,8 +30,8 @@ from companion.training import accuracy_of
 ALL = [*CONFIGS, "tfidf"]
 
 
-def run_neural(name: str, quick: bool) -> dict:
-    config = CONFIGS[name]
+def run_neural(name: str, quick: bool, changes: dict) -> dict:
+    config = {**CONFIGS[name], **(changes if name == "course" else {})}
     split = split_imdb(load_imdb(), quick=quick)
     start = time.perf_counter()
     model, vocab, history = train_config(config, split, epochs=1 if quick else None, progress=False)
@@ -63,8 +64,22 @@ def run_tfidf(quick: bool) -> dict:
                 val_accuracy=best[0], test_accuracy=best[1].score(X_test, split["test"][1]), val_curve=[])
 
 
-def child(name: str, quick: bool) -> None:
-    result = run_tfidf(quick) if name == "tfidf" else run_neural(name, quick)
+def parse_changes(pairs: list[str]) -> dict:
+    """``["max_len=256", "pooling=max"]`` -> ``{"max_len": 256, "pooling": "max"}`` (numbers parsed)."""
+    changes = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in CONFIGS["course"]:
+            raise SystemExit(f"--set wants key=value with a key of the course config ({', '.join(CONFIGS['course'])}), got {pair!r}")
+        try:
+            changes[key] = json.loads(value)
+        except json.JSONDecodeError:
+            changes[key] = value
+    return changes
+
+
+def child(name: str, quick: bool, changes: dict) -> None:
+    result = run_tfidf(quick) if name == "tfidf" else run_neural(name, quick, changes)
     result["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(result))
 
@@ -73,19 +88,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="*", default=ALL, choices=ALL)
     parser.add_argument("--quick", action="store_true", help="subsets and one epoch: a smoke run, not the numbers")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="change the course config, e.g. --set max_len=256 pooling=max")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    changes = parse_changes(args.set)
     if args.child:
-        child(args.child, args.quick)
+        child(args.child, args.quick, changes)
         return
     if not os.environ.get("COURSE_IMDB"):
         print("note: COURSE_IMDB is not set; the loader will download the archive (or use its cache)")
-    print(f"torch {torch.__version__}, {platform.machine()}, {args.threads} threads{', QUICK' if args.quick else ''}")
+    print(f"torch {torch.__version__}, {platform.machine()}, {args.threads} threads{', QUICK' if args.quick else ''}"
+          + (f"; course config changed: {changes}" if changes else ""))
     results = []
     for name in args.configs:
-        command = [sys.executable, __file__, "--child", name, "--threads", str(args.threads)] + (["--quick"] if args.quick else [])
+        command = [sys.executable, __file__, "--child", name, "--threads", str(args.threads)]
+        command += (["--quick"] if args.quick else []) + (["--set", *args.set] if args.set else [])
         done = subprocess.run(command, capture_output=True, text=True)
         lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
         if done.returncode != 0 or not lines:

@@ -32,7 +32,7 @@ __all__ = ["EncoderLayer", "DecoderLayer"]
 class _Layer(nn.Module):
     """What encoder and decoder layers share: sizes, feed-forward block, residual wiring."""
 
-    def __init__(self, d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms):
+    def __init__(self, d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms):
         super().__init__()
         check_positive_int("d_model", d_model)
         d_ff = 4 * d_model if d_ff is None else d_ff
@@ -40,7 +40,6 @@ class _Layer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
         self.norms = nn.ModuleList(nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) for _ in range(num_norms))
         self.dropouts = nn.ModuleList(nn.Dropout(dropout) for _ in range(num_norms))
-        self.num_heads = num_heads
 
     def _sublayer(self, i: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
         """Apply sublayer ``i`` with its residual connection and LayerNorm.
@@ -90,7 +89,7 @@ class EncoderLayer(_Layer):
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
     ) -> None:
-        super().__init__(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms=2)
+        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms=2)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
 
     def forward(
@@ -132,7 +131,7 @@ class DecoderLayer(_Layer):
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
     ) -> None:
-        super().__init__(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms=3)
+        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms=3)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
 

@@ -22,7 +22,8 @@ __all__ = ["CONFIGS", "split_imdb", "build_classifier", "train_config", "save_cl
 # Model sizes and training settings. "vocab" counts <pad> and <unk>.
 CONFIGS: dict[str, dict] = {
     # The source material's classifier: 1 layer, d_model 32, 2 heads, feed-forward 128,
-    # 50,002 words, max pooling; trained on the first 200 tokens, batch 164, Adam 1e-4, 10 epochs.
+    # 50,002 words, max pooling. Its training settings here (first 200 tokens, batch 164,
+    # Adam at 1e-4, 10 epochs) follow the source notebook as far as we could reconstruct it.
     "seed": dict(vocab=50_002, d_model=32, num_heads=2, d_ff=128, num_layers=1, pooling="max",
                  positional="sinusoidal", dropout=0.1, norm_first=False, max_len=200, truncate="head",
                  batch_size=164, lr=1e-4, weight_decay=0.0, epochs=10, schedule="constant", warmup=0.0),
@@ -32,10 +33,11 @@ CONFIGS: dict[str, dict] = {
                   positional="learned", dropout=0.1, norm_first=False, max_len=200, truncate="head",
                   batch_size=32, lr=1e-3, weight_decay=0.0, epochs=2, schedule="constant", warmup=0.0),
     # The course model: longer reviews (their start and their end), wider, pre-norm, mean
-    # pooling, AdamW with warm-up and a cosine schedule.
+    # pooling, AdamW with warm-up and a cosine schedule. Two epochs: with three, validation
+    # accuracy peaked after the second (and training loss fell to 0.07: overfitting).
     "course": dict(vocab=40_000, d_model=64, num_heads=4, d_ff=128, num_layers=1, pooling="mean",
                    positional="sinusoidal", dropout=0.2, norm_first=True, max_len=512, truncate="head_tail",
-                   batch_size=32, lr=2e-3, weight_decay=0.01, epochs=3, schedule="cosine", warmup=0.05),
+                   batch_size=32, lr=2e-3, weight_decay=0.01, epochs=2, schedule="cosine", warmup=0.05),
 }
 
 

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from .text import pad_batch
 
-__all__ = ["History", "length_batches", "train_classifier", "predict"]
+__all__ = ["History", "length_batches", "train_classifier", "predict", "accuracy_of"]
 
 
 @dataclass
@@ -92,7 +92,7 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
             optimizer.step()
             losses.append(loss.item())
             step += 1
-            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}", refresh=False)  # redraw on mininterval only
         history.epoch_seconds.append(time.perf_counter() - start)
         history.train_loss.append(sum(losses) / max(1, len(losses)))
         accuracy = accuracy_of(model, val, batch_size=128, max_len=max_len, truncate=truncate, device=device)
