@@ -12,9 +12,9 @@ def assert_close(actual, expected, dtype, what=""):
     torch.testing.assert_close(actual, expected, atol=TOL[dtype], rtol=0, msg=lambda m: f"{what}: {m}")
 
 
-def leaf(shape, dtype, generator=None):
+def leaf(shape, dtype):
     """A random input that records its gradient."""
-    return torch.randn(*shape, dtype=dtype, generator=generator).requires_grad_()
+    return torch.randn(*shape, dtype=dtype).requires_grad_()
 
 
 def backward_with(out, seed=1):

@@ -99,7 +99,6 @@ def test_chapter_1_shows_formulas_plots_and_launch_buttons(site, visit):
     screenshots = ROOT / "_build" / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshots / "chapter1.png"))
-    page.locator("#beta-from-soft-to-hard-as-beta-grows, h3").first.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "chapter1-plot.png"), full_page=True)
 
 
