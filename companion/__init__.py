@@ -16,6 +16,7 @@ from .interop import copy_weights, torch_state_dict
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, from_key_padding_mask, padding_mask
 from .multihead import MultiHeadAttention
+from .ngrams import BigramEmbedding, count_bigrams
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding
 from .transformer import Decoder, Encoder, Transformer
 
@@ -53,6 +54,8 @@ __all__ = [
     "tokenize",
     "Vocab",
     "pad_batch",
+    "count_bigrams",
+    "BigramEmbedding",
     # equality with PyTorch
     "copy_weights",
     "torch_state_dict",

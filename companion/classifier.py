@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._checks import check_choice, check_positive_int, check_tokens
 from .masks import padding_mask
+from .ngrams import BigramEmbedding
 from .transformer import Encoder
 
 __all__ = ["TransformerClassifier", "POOLINGS"]
@@ -34,12 +36,17 @@ class TransformerClassifier(nn.Module):
         max_len: longest input sequence (the ``[CLS]`` token does not count).
         pooling: ``"max"``, ``"mean"`` or ``"cls"``.
         pad_id: the padding id, or ``None`` if inputs are never padded.
+        bigram_keys: optional table of frequent word pairs (:func:`companion.count_bigrams`);
+            with it, each position's embedding also gets the vector of the pair that ends
+            there (:class:`companion.BigramEmbedding`). ``None``: words only.
+        unk_id: the id of unknown words, which (like ``pad_id``) never forms a bigram.
     """
 
     def __init__(self, vocab_size: int, num_classes: int, d_model: int = 32, num_heads: int = 2,
                  num_layers: int = 1, d_ff: int | None = None, dropout: float = 0.1, activation: str = "relu",
                  norm_first: bool = False, max_len: int = 512, positional: str = "sinusoidal",
-                 pooling: str = "max", pad_id: int | None = 0) -> None:
+                 pooling: str = "max", pad_id: int | None = 0, bigram_keys: torch.Tensor | None = None,
+                 unk_id: int | None = 1) -> None:
         super().__init__()
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("num_classes", num_classes)
@@ -50,6 +57,9 @@ class TransformerClassifier(nn.Module):
         self.encoder = Encoder(vocab_size + extra, d_model, num_heads, num_layers, d_ff=d_ff, dropout=dropout,
                                activation=activation, norm_first=norm_first, max_len=max_len + extra,
                                positional=positional, pad_id=pad_id)
+        ignore_ids = tuple(i for i in (pad_id, unk_id) if i is not None)
+        self.bigrams = (None if bigram_keys is None
+                        else BigramEmbedding(bigram_keys, vocab_size, d_model, dropout, ignore_ids=ignore_ids))
         self.head = nn.Linear(d_model, num_classes)
 
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
@@ -80,6 +90,7 @@ class TransformerClassifier(nn.Module):
                 f"sequence length {tokens.size(1)} is longer than max_len={self.max_len}; "
                 f"truncate the reviews or build the classifier with max_len >= {tokens.size(1)}"
             )
+        words = tokens  # (batch, t), without [CLS]
         if self.pooling == "cls":
             if tokens.numel() and int(tokens.max()) >= self.vocab_size:  # id vocab_size is [CLS]'s
                 raise ValueError(
@@ -91,7 +102,11 @@ class TransformerClassifier(nn.Module):
         keep = None if self.pad_id is None else padding_mask(tokens=tokens, pad_id=self.pad_id)  # (batch, 1, t)
         if keep is not None and not bool(keep.any(dim=-1).all()):
             raise ValueError("a sequence in the batch is entirely padding; every sequence needs at least one real token")
-        x, weights = self.encoder(tokens, mask=keep, need_weights=need_weights)  # (batch, t, d_model)
+        x = self.encoder.embed(tokens)  # (batch, t', d_model): words and positions
+        if self.bigrams is not None:
+            pairs = self.bigrams(words)  # (batch, t, d_model): the pair ending at each word
+            x = x + (F.pad(pairs, (0, 0, 1, 0)) if self.pooling == "cls" else pairs)  # [CLS] ends no pair
+        x, weights = self.encoder.encode(x, mask=keep, need_weights=need_weights)  # (batch, t', d_model)
         return x, keep, weights
 
     def pool(self, x: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:

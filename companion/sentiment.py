@@ -14,30 +14,35 @@ import torch
 
 from .classifier import TransformerClassifier
 from .imdb import Split
+from .ngrams import count_bigrams
 from .text import Vocab, tokenize
 from .training import History, train_classifier
 
 __all__ = ["CONFIGS", "split_imdb", "build_classifier", "train_config", "save_classifier", "load_classifier"]
 
-# Model sizes and training settings. "vocab" counts <pad> and <unk>.
+# Model sizes and training settings. "vocab" counts <pad> and <unk>; "bigrams" is the most
+# word pairs (seen at least twice in training) that get their own embedding, 0 for none.
 CONFIGS: dict[str, dict] = {
     # The source material's classifier: 1 layer, d_model 32, 2 heads, feed-forward 128,
     # 50,002 words, max pooling. Its training settings here (first 200 tokens, batch 164,
     # Adam at 1e-4, 10 epochs) follow the source notebook as far as we could reconstruct it.
     "seed": dict(vocab=50_002, d_model=32, num_heads=2, d_ff=128, num_layers=1, pooling="max",
                  positional="sinusoidal", dropout=0.1, norm_first=False, max_len=200, truncate="head",
-                 batch_size=164, lr=1e-4, weight_decay=0.0, epochs=10, schedule="constant", warmup=0.0),
+                 batch_size=164, lr=1e-4, weight_decay=0.0, epochs=10, schedule="constant", warmup=0.0,
+                 bigrams=0),
     # Keras' "Text classification with Transformer" example: 20k words, first 200 tokens,
     # embedding 32, 2 heads, feed-forward 32, global average pooling, batch 32, Adam, 2 epochs.
     "keras": dict(vocab=20_000, d_model=32, num_heads=2, d_ff=32, num_layers=1, pooling="mean",
                   positional="learned", dropout=0.1, norm_first=False, max_len=200, truncate="head",
-                  batch_size=32, lr=1e-3, weight_decay=0.0, epochs=2, schedule="constant", warmup=0.0),
+                  batch_size=32, lr=1e-3, weight_decay=0.0, epochs=2, schedule="constant", warmup=0.0,
+                  bigrams=0),
     # The course model: longer reviews (their start and their end), wider, pre-norm, mean
     # pooling, AdamW with warm-up and a cosine schedule. Two epochs: with three, validation
     # accuracy peaked after the second (and training loss fell to 0.07: overfitting).
     "course": dict(vocab=40_000, d_model=64, num_heads=4, d_ff=128, num_layers=1, pooling="mean",
                    positional="sinusoidal", dropout=0.2, norm_first=True, max_len=512, truncate="head_tail",
-                   batch_size=32, lr=2e-3, weight_decay=0.01, epochs=2, schedule="cosine", warmup=0.05),
+                   batch_size=32, lr=2e-3, weight_decay=0.01, epochs=2, schedule="cosine", warmup=0.05,
+                   bigrams=200_000),
 }
 
 
@@ -75,25 +80,37 @@ def split_imdb(data: dict[str, Split], val_size: int = 2500, seed: int = 0, quic
     }
 
 
-def build_classifier(config: dict, vocab: Vocab) -> TransformerClassifier:
-    """The :class:`TransformerClassifier` a config describes, for ``vocab`` (chapter 7)."""
+def build_classifier(config: dict, vocab: Vocab, bigram_keys: torch.Tensor | None = None) -> TransformerClassifier:
+    """The :class:`TransformerClassifier` a config describes, for ``vocab`` (chapter 7).
+
+    A config with ``bigrams > 0`` needs ``bigram_keys``, from :func:`companion.count_bigrams`
+    on the training ids (:func:`train_config` does this).
+    """
+    if bool(config["bigrams"]) != (bigram_keys is not None):
+        raise ValueError(
+            f"config has bigrams={config['bigrams']} but bigram_keys is "
+            f"{'missing' if bigram_keys is None else 'given'}: pass count_bigrams(training ids, len(vocab), "
+            "config['bigrams']) when bigrams > 0, and nothing when it is 0"
+        )
     return TransformerClassifier(len(vocab), 2, d_model=config["d_model"], num_heads=config["num_heads"],
                                  num_layers=config["num_layers"], d_ff=config["d_ff"], dropout=config["dropout"],
                                  norm_first=config["norm_first"], max_len=config["max_len"],
-                                 positional=config["positional"], pooling=config["pooling"], pad_id=vocab.pad_id)
+                                 positional=config["positional"], pooling=config["pooling"], pad_id=vocab.pad_id,
+                                 bigram_keys=bigram_keys, unk_id=vocab.unk_id)
 
 
 def train_config(config: dict, split: dict, *, epochs: int | None = None, device: torch.device | str = "cpu",
                  seed: int = 0, progress: bool = True) -> tuple[TransformerClassifier, Vocab, History]:
-    """Build the vocabulary from the training reviews, then build and train the model (chapter 7).
+    """Build the vocabulary (and bigram table) from the training reviews, then build and train the model (chapter 7).
 
     Returns:
         ``(model, vocab, history)``; the model holds its best-validation weights.
     """
     vocab = Vocab.build(split["train"][0], max_size=config["vocab"])
     encoded = {k: ([vocab.encode(t) for t in x], y) for k, (x, y) in split.items() if k in ("train", "val")}
+    keys = count_bigrams(encoded["train"][0], len(vocab), config["bigrams"]) if config["bigrams"] else None
     torch.manual_seed(seed)
-    model = build_classifier(config, vocab)
+    model = build_classifier(config, vocab, keys)
     history = train_classifier(model, encoded["train"], encoded["val"], epochs=epochs or config["epochs"],
                                batch_size=config["batch_size"], lr=config["lr"], weight_decay=config["weight_decay"],
                                warmup_fraction=config["warmup"], schedule=config["schedule"],
@@ -115,6 +132,6 @@ def load_classifier(path: str | os.PathLike, device: torch.device | str = "cpu")
     """
     saved = torch.load(Path(path), map_location=device, weights_only=True)
     vocab, config = Vocab.from_json(saved["vocab"]), json.loads(saved["config"])
-    model = build_classifier(config, vocab).to(device)
+    model = build_classifier(config, vocab, saved["state_dict"].get("bigrams.keys")).to(device)
     model.load_state_dict(saved["state_dict"])
     return model.eval(), vocab, config

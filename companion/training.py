@@ -65,7 +65,10 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
     """
     generator = torch.Generator().manual_seed(seed)
     model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    # The fused kernel updates all parameters in one pass: with large embedding tables it is
+    # several times faster than the default per-parameter loop (benchmarks/imdb.py).
+    fused = torch.device(device).type in ("cpu", "cuda") and all(p.is_floating_point() for p in model.parameters())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, fused=fused)
     texts, labels = train
     lengths = [min(len(t), max_len) for t in texts]
     steps_per_epoch = math.ceil(len(texts) / batch_size)

@@ -9,6 +9,7 @@ from torch import nn
 
 import companion
 from companion import (
+    BigramEmbedding,
     EncoderLayer,
     LearnedPositionalEmbedding,
     MultiHeadAttention,
@@ -100,6 +101,17 @@ MISUSES = {
     "all-padding sequence": (
         lambda: TransformerClassifier(10, 2)(torch.tensor([[0, 0], [1, 2]])), ValueError,
         r"a sequence in the batch is entirely padding"),
+    "bigram keys not sorted": (
+        lambda: BigramEmbedding(torch.tensor([9, 4]), 5, 8), ValueError,
+        r"keys must be sorted ascending and distinct, as count_bigrams returns them"),
+    "empty bigram table": (
+        lambda: BigramEmbedding(torch.tensor([], dtype=torch.long), 5, 8), ValueError,
+        r"keys is empty: no bigram was frequent enough; lower min_freq"),
+    "float bigram keys": (
+        lambda: BigramEmbedding(torch.tensor([1.0, 2.0]), 5, 8), TypeError, r"keys must be int64 \(torch.long\), got torch.float32"),
+    "bigram keys from a larger vocabulary": (
+        lambda: BigramEmbedding(torch.tensor([3, 25]), 5, 8), ValueError,
+        r"keys must be in \[0, vocab_size\*\*2=25\); were they built with a different vocab_size\?"),
     "non-positive beta": (
         lambda: softargmax(torch.randn(3), beta=0.0), ValueError, r"beta must be a finite number > 0, got 0.0"),
     "padding_mask with both lengths and tokens": (

@@ -1,0 +1,114 @@
+"""Bigram embeddings: one learned vector per frequent pair of adjacent words (chapter 7).
+
+A single attention layer *can* learn that "not" flips "good", but from 22,500 reviews it
+learns it slowly. Bag-of-words models have long used the cheaper route of giving frequent
+word pairs ("not good", "well worth") their own features. Here the pair's vector is added to
+the second word's embedding, so every later part of the model (attention, pooling, the
+per-token explanations) is unchanged: position ``i`` simply carries ``(w[i-1], w[i])`` too.
+
+A bigram is stored as one integer key, ``previous * vocab_size + current``, in a sorted
+table built from the training data; lookup is a binary search, so the table is part of the
+model's state (saved and loaded with it) and nothing is hashed or shared between pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_positive_int, check_probability, check_tokens
+
+__all__ = ["count_bigrams", "BigramEmbedding"]
+
+
+def count_bigrams(sequences: Iterable[Sequence[int]], vocab_size: int, max_size: int, min_freq: int = 2,
+                  ignore_ids: Sequence[int] = (0, 1)) -> torch.Tensor:
+    """The keys of the ``max_size`` most frequent adjacent id pairs (chapter 7).
+
+    Args:
+        sequences: token id lists (the training split only).
+        vocab_size: number of token ids; a pair ``(a, b)`` has the key ``a * vocab_size + b``.
+        max_size: the most pairs kept.
+        min_freq: pairs seen fewer times are dropped.
+        ignore_ids: ids that never form a pair (by default ``<pad>`` and ``<unk>``).
+
+    Returns:
+        int64 keys ``(num_bigrams,)``, sorted ascending; ties in frequency are broken by key,
+        so the result never depends on the order of ``sequences``.
+    """
+    check_positive_int("vocab_size", vocab_size)
+    check_positive_int("max_size", max_size)
+    check_positive_int("min_freq", min_freq)
+    ignored = set(ignore_ids)
+    counts: Counter[int] = Counter()
+    for ids in sequences:
+        counts.update(a * vocab_size + b for a, b in zip(ids, ids[1:]) if a not in ignored and b not in ignored)
+    if counts and max(counts) >= vocab_size * vocab_size:
+        raise ValueError(f"token ids must be in [0, vocab_size={vocab_size}); pass the vocabulary's size")
+    ranked = sorted((key for key, n in counts.items() if n >= min_freq), key=lambda key: (-counts[key], key))
+    return torch.tensor(sorted(ranked[:max_size]), dtype=torch.long)
+
+
+class BigramEmbedding(nn.Module):
+    """``Dropout(Embedding(bigram ending at i) * sqrt(d_model))`` for every position ``i`` (chapter 7).
+
+    Position ``i`` looks up the pair ``(tokens[i-1], tokens[i])`` in the table ``keys``; the
+    first position, pairs with an ignored id (padding, unknown words) and pairs not in the
+    table get a zero vector. Scaled like :class:`companion.TokenEmbedding`, so that the two
+    can be added.
+
+    Args:
+        keys: int64 ``(num_bigrams,)``, sorted and distinct, as :func:`count_bigrams` returns.
+        vocab_size: the token vocabulary's size the keys were built with.
+        d_model: embedding width.
+        dropout: dropout on the output.
+        ignore_ids: ids that never form a pair.
+    """
+
+    def __init__(self, keys: torch.Tensor, vocab_size: int, d_model: int, dropout: float = 0.0,
+                 ignore_ids: Sequence[int] = (0, 1)) -> None:
+        super().__init__()
+        if not isinstance(keys, torch.Tensor) or keys.dim() != 1:
+            raise TypeError(f"keys must be a 1-D tensor (num_bigrams,) as count_bigrams returns, got "
+                            f"{type(keys).__name__}{'' if not isinstance(keys, torch.Tensor) else ' of shape ' + str(tuple(keys.shape))}")
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("d_model", d_model)
+        check_probability("dropout", dropout)
+        if keys.dtype != torch.long:
+            raise TypeError(f"keys must be int64 (torch.long), got {keys.dtype}; use count_bigrams to build them")
+        if len(keys) == 0:
+            raise ValueError("keys is empty: no bigram was frequent enough; lower min_freq or leave bigrams out")
+        if not bool((keys[1:] > keys[:-1]).all()):
+            raise ValueError("keys must be sorted ascending and distinct, as count_bigrams returns them")
+        if int(keys[0]) < 0 or int(keys[-1]) >= vocab_size * vocab_size:
+            raise ValueError(f"keys must be in [0, vocab_size**2={vocab_size * vocab_size}); "
+                             "were they built with a different vocab_size?")
+        self.vocab_size, self.d_model = vocab_size, d_model
+        self.register_buffer("keys", keys.clone())
+        self.register_buffer("ignore_ids", torch.tensor(sorted(set(ignore_ids)), dtype=torch.long))
+        self.embedding = nn.Embedding(len(keys) + 1, d_model, padding_idx=0)  # row 0: no known bigram
+        nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(d_model))
+        with torch.no_grad():
+            self.embedding.weight[0].zero_()
+        self.dropout = nn.Dropout(dropout)
+
+    def lookup(self, tokens: torch.Tensor) -> torch.Tensor:
+        """int ``(batch, t)`` -> int ``(batch, t)``: ``1 + `` the table row of the bigram ending at each position, or 0."""
+        check_tokens("tokens", tokens)
+        previous = F.pad(tokens[:, :-1], (1, 0))  # (batch, t): the token before each one (0 before the first)
+        key = previous * self.vocab_size + tokens  # (batch, t)
+        row = torch.searchsorted(self.keys, key).clamp(max=len(self.keys) - 1)  # (batch, t)
+        known = self.keys[row] == key
+        known &= ~torch.isin(previous, self.ignore_ids) & ~torch.isin(tokens, self.ignore_ids)
+        if tokens.size(1):
+            known[:, 0] = False  # the first token has no predecessor
+        return torch.where(known, row + 1, 0)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """int ``(batch, t)`` -> ``(batch, t, d_model)``."""
+        return self.dropout(self.embedding(self.lookup(tokens)) * math.sqrt(self.d_model))
