@@ -4,7 +4,8 @@
 #   make grade NOTEBOOKS=<folder>   grade a learner's notebooks (a table, a score, exit 1 on failures)
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
-#   make bench     companion vs PyTorch speed; make bench-imdb: the IMDB models (chapter 7)
+#   make bench     companion vs PyTorch speed; make bench-imdb: the IMDB models (chapter 7);
+#                 make bench-ablation: its ablation table (about an hour)
 # Set-up makes .venv with pinned versions (constraints.txt) and torch==2.13.0, the CPU build
 # of the course machines. For another PyTorch build: make TORCH="torch==2.5.1" test (or install
 # your torch into .venv first; a torch that satisfies the package is kept).
@@ -17,7 +18,7 @@ PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 SITE      := _build/html
 
-.PHONY: setup book test test-package test-notebooks test-site chromium grade execute serve bench bench-imdb clean
+.PHONY: setup book test test-package test-notebooks test-site chromium grade execute serve bench bench-imdb bench-ablation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +77,9 @@ bench: $(STAMP)
 # IMDB: seed baseline, Keras-style reference, course model, TF-IDF, each trained in full.
 bench-imdb: $(STAMP)
 	$(PY) benchmarks/imdb.py
+
+bench-ablation: $(STAMP)
+	$(PY) benchmarks/imdb.py --ablation
 
 clean:
 	rm -rf $(VENV) _build .pytest_cache .hypothesis companion.egg-info

@@ -3,6 +3,7 @@
     COURSE_IMDB=../shared/data/aclImdb-labeled.tar.gz python benchmarks/imdb.py
     python benchmarks/imdb.py --configs course --quick           # a fast smoke run
     python benchmarks/imdb.py --configs course --set max_len=256 # one ablation row: the course model, changed
+    python benchmarks/imdb.py --ablation                         # every row of ABLATIONS (about an hour)
 
 Every config trains in a fresh subprocess (so its peak memory is its own) on the same split:
 the vocabulary and every choice come from the training reviews (22,500 of them, 2,500 held
@@ -28,6 +29,17 @@ from companion.sentiment import CONFIGS, split_imdb, train_config
 from companion.training import accuracy_of
 
 ALL = [*CONFIGS, "tfidf"]
+
+# The ablation table: the course model with one of its choices undone (towards the seed and
+# Keras configs), one full training run per row; the course model itself is the main table's row.
+ABLATIONS: dict[str, dict] = {
+    "words only, no bigram embeddings": {"bigrams": 0},
+    "first 200 tokens (not 512, head and tail)": {"max_len": 200, "truncate": "head"},
+    "max pooling (not mean)": {"pooling": "max"},
+    "narrower: d_model 32, 2 heads": {"d_model": 32, "num_heads": 2},
+    "deeper: 2 layers": {"num_layers": 2},
+    "constant learning rate 1e-3, no warm-up": {"lr": 1e-3, "schedule": "constant", "warmup": 0.0},
+}
 
 
 def run_neural(name: str, quick: bool, changes: dict) -> dict:
@@ -78,6 +90,26 @@ def parse_changes(pairs: list[str]) -> dict:
     return changes
 
 
+def run_child(name: str, quick: bool, threads: int, pairs: list[str]) -> dict:
+    """One config in a fresh Python process; its ``RESULT`` line, parsed."""
+    command = [sys.executable, __file__, "--child", name, "--threads", str(threads)]
+    command += (["--quick"] if quick else []) + (["--set", *pairs] if pairs else [])
+    done = subprocess.run(command, capture_output=True, text=True)
+    lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        sys.exit(f"{name} {' '.join(pairs)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def ablation(quick: bool, threads: int) -> None:
+    print("| change to the course model | parameters | training wall time (s) | best val acc | test acc |")
+    print("|---|---:|---:|---:|---:|", flush=True)
+    for label, changes in ABLATIONS.items():
+        r = run_child("course", quick, threads, [f"{k}={json.dumps(v)}" for k, v in changes.items()])
+        print(f"| {label} | {r['params']:,} | {r['train_seconds']:.0f} | {r['val_accuracy']:.4f} | "
+              f"{r['test_accuracy']:.4f} |", flush=True)
+
+
 def child(name: str, quick: bool, changes: dict) -> None:
     result = run_tfidf(quick) if name == "tfidf" else run_neural(name, quick, changes)
     result["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -90,6 +122,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="subsets and one epoch: a smoke run, not the numbers")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="change the course config, e.g. --set max_len=256 pooling=max")
+    parser.add_argument("--ablation", action="store_true", help="train every row of ABLATIONS instead")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -102,15 +135,12 @@ def main() -> None:
         print("note: COURSE_IMDB is not set; the loader will download the archive (or use its cache)")
     print(f"torch {torch.__version__}, {platform.machine()}, {args.threads} threads{', QUICK' if args.quick else ''}"
           + (f"; course config changed: {changes}" if changes else ""))
+    if args.ablation:
+        ablation(args.quick, args.threads)
+        return
     results = []
     for name in args.configs:
-        command = [sys.executable, __file__, "--child", name, "--threads", str(args.threads)]
-        command += (["--quick"] if args.quick else []) + (["--set", *args.set] if args.set else [])
-        done = subprocess.run(command, capture_output=True, text=True)
-        lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
-        if done.returncode != 0 or not lines:
-            sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
-        results.append(json.loads(lines[-1][len("RESULT "):]))
+        results.append(run_child(name, args.quick, args.threads, args.set))
         r = results[-1]
         print(f"  {name}: test {r['test_accuracy']:.4f} (val {r['val_accuracy']:.4f}) in {r['train_seconds']:.0f} s", flush=True)
     keras = next((r for r in results if r["name"] == "keras"), None)

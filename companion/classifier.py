@@ -17,7 +17,7 @@ POOLINGS = ("max", "mean", "cls")
 
 
 class TransformerClassifier(nn.Module):
-    """Embeddings + positions, ``num_layers`` encoder layers, pooling over time, a linear head (chapter 7).
+    """Embeddings + positions (+ optional bigram embeddings), encoder layers, pooling over time, a linear head (chapter 7).
 
     Pooling turns ``(batch, t, d_model)`` into one vector per sequence:
 
