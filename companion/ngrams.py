@@ -47,9 +47,10 @@ def count_bigrams(sequences: Iterable[Sequence[int]], vocab_size: int, max_size:
     ignored = set(ignore_ids)
     counts: Counter[int] = Counter()
     for ids in sequences:
+        if len(ids) and (min(ids) < 0 or max(ids) >= vocab_size):
+            raise ValueError(f"token ids must be in [0, vocab_size={vocab_size}), got min {min(ids)} and max "
+                             f"{max(ids)}; pass ids from the vocabulary and its size, len(vocab)")
         counts.update(a * vocab_size + b for a, b in zip(ids, ids[1:]) if a not in ignored and b not in ignored)
-    if counts and max(counts) >= vocab_size * vocab_size:
-        raise ValueError(f"token ids must be in [0, vocab_size={vocab_size}); pass the vocabulary's size")
     ranked = sorted((key for key, n in counts.items() if n >= min_freq), key=lambda key: (-counts[key], key))
     return torch.tensor(sorted(ranked[:max_size]), dtype=torch.long)
 

@@ -107,6 +107,9 @@ MISUSES = {
     "empty bigram table": (
         lambda: BigramEmbedding(torch.tensor([], dtype=torch.long), 5, 8), ValueError,
         r"keys is empty: no bigram was frequent enough; lower min_freq"),
+    "bigram counting with the wrong vocabulary size": (
+        lambda: companion.count_bigrams([[2, 7, 3]], 5, max_size=10), ValueError,
+        r"token ids must be in \[0, vocab_size=5\), got min 2 and max 7; pass ids from the vocabulary"),
     "float bigram keys": (
         lambda: BigramEmbedding(torch.tensor([1.0, 2.0]), 5, 8), TypeError, r"keys must be int64 \(torch.long\), got torch.float32"),
     "bigram keys from a larger vocabulary": (
