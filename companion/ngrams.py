@@ -99,7 +99,7 @@ class BigramEmbedding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def lookup(self, tokens: torch.Tensor) -> torch.Tensor:
-        """int ``(batch, t)`` -> int ``(batch, t)``: ``1 + `` the table row of the bigram ending at each position, or 0."""
+        """int ``(batch, t)`` -> int ``(batch, t)``: at each position, 1 + the table row of the pair ending there, or 0."""
         check_tokens("tokens", tokens)
         previous = F.pad(tokens[:, :-1], (1, 0))  # (batch, t): the token before each one (0 before the first)
         key = previous * self.vocab_size + tokens  # (batch, t)
