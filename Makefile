@@ -4,7 +4,7 @@
 #   make grade NOTEBOOKS=<folder>   grade a learner's notebooks (a table, a score, exit 1 on failures)
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
-#   make bench     companion vs PyTorch speed; make bench-imdb: the IMDB models (chapter 7);
+#   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
 #                 make bench-ablation: its ablation table (about an hour)
 # Set-up makes .venv with pinned versions (constraints.txt) and torch==2.13.0, the CPU build
 # of the course machines. For another PyTorch build: make TORCH="torch==2.5.1" test (or install
@@ -73,6 +73,7 @@ serve: book
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention.py
+	$(PY) benchmarks/optimizer.py
 
 # IMDB: seed baseline, Keras-style reference, course model, TF-IDF, each trained in full.
 bench-imdb: $(STAMP)

@@ -39,14 +39,12 @@ class TransformerClassifier(nn.Module):
         bigram_keys: optional table of frequent word pairs (:func:`companion.count_bigrams`);
             with it, each position's embedding also gets the vector of the pair that ends
             there (:class:`companion.BigramEmbedding`). ``None``: words only.
-        unk_id: the id of unknown words, which (like ``pad_id``) never forms a bigram.
     """
 
     def __init__(self, vocab_size: int, num_classes: int, d_model: int = 32, num_heads: int = 2,
                  num_layers: int = 1, d_ff: int | None = None, dropout: float = 0.1, activation: str = "relu",
                  norm_first: bool = False, max_len: int = 512, positional: str = "sinusoidal",
-                 pooling: str = "max", pad_id: int | None = 0, bigram_keys: torch.Tensor | None = None,
-                 unk_id: int | None = 1) -> None:
+                 pooling: str = "max", pad_id: int | None = 0, bigram_keys: torch.Tensor | None = None) -> None:
         super().__init__()
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("num_classes", num_classes)
@@ -57,9 +55,7 @@ class TransformerClassifier(nn.Module):
         self.encoder = Encoder(vocab_size + extra, d_model, num_heads, num_layers, d_ff=d_ff, dropout=dropout,
                                activation=activation, norm_first=norm_first, max_len=max_len + extra,
                                positional=positional, pad_id=pad_id)
-        ignore_ids = tuple(i for i in (pad_id, unk_id) if i is not None)
-        self.bigrams = (None if bigram_keys is None
-                        else BigramEmbedding(bigram_keys, vocab_size, d_model, dropout, ignore_ids=ignore_ids))
+        self.bigrams = None if bigram_keys is None else BigramEmbedding(bigram_keys, vocab_size, d_model, dropout)
         self.head = nn.Linear(d_model, num_classes)
 
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):

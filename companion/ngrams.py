@@ -59,20 +59,18 @@ class BigramEmbedding(nn.Module):
     """``Dropout(Embedding(bigram ending at i) * sqrt(d_model))`` for every position ``i`` (chapter 7).
 
     Position ``i`` looks up the pair ``(tokens[i-1], tokens[i])`` in the table ``keys``; the
-    first position, pairs with an ignored id (padding, unknown words) and pairs not in the
-    table get a zero vector. Scaled like :class:`companion.TokenEmbedding`, so that the two
-    can be added.
+    first position and pairs not in the table get a zero vector. A table from
+    :func:`count_bigrams` holds no pair with ``<pad>`` or ``<unk>``, so those get zeros too.
+    Scaled like :class:`companion.TokenEmbedding`, so that the two can be added.
 
     Args:
         keys: int64 ``(num_bigrams,)``, sorted and distinct, as :func:`count_bigrams` returns.
         vocab_size: the token vocabulary's size the keys were built with.
         d_model: embedding width.
         dropout: dropout on the output.
-        ignore_ids: ids that never form a pair.
     """
 
-    def __init__(self, keys: torch.Tensor, vocab_size: int, d_model: int, dropout: float = 0.0,
-                 ignore_ids: Sequence[int] = (0, 1)) -> None:
+    def __init__(self, keys: torch.Tensor, vocab_size: int, d_model: int, dropout: float = 0.0) -> None:
         super().__init__()
         if not isinstance(keys, torch.Tensor) or keys.dim() != 1:
             raise TypeError(f"keys must be a 1-D tensor (num_bigrams,) as count_bigrams returns, got "
@@ -91,7 +89,6 @@ class BigramEmbedding(nn.Module):
                              "were they built with a different vocab_size?")
         self.vocab_size, self.d_model = vocab_size, d_model
         self.register_buffer("keys", keys.clone())
-        self.register_buffer("ignore_ids", torch.tensor(sorted(set(ignore_ids)), dtype=torch.long))
         self.embedding = nn.Embedding(len(keys) + 1, d_model, padding_idx=0)  # row 0: no known bigram
         nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(d_model))
         with torch.no_grad():
@@ -105,9 +102,7 @@ class BigramEmbedding(nn.Module):
         key = previous * self.vocab_size + tokens  # (batch, t)
         row = torch.searchsorted(self.keys, key).clamp(max=len(self.keys) - 1)  # (batch, t)
         known = self.keys[row] == key
-        known &= ~torch.isin(previous, self.ignore_ids) & ~torch.isin(tokens, self.ignore_ids)
-        if tokens.size(1):
-            known[:, 0] = False  # the first token has no predecessor
+        known[:, :1] = False  # the first token has no predecessor
         return torch.where(known, row + 1, 0)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -62,6 +62,25 @@ def test_classifier_with_bigrams_ignores_padding_and_changes_with_word_order():
     assert model.bigrams.lookup(tokens.flip(1)).tolist() == [[0, 0, 0, 0, 0]]
 
 
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_classifier_adds_each_pair_vector_to_its_second_word(pooling, monkeypatch):
+    """What reaches the encoder layers is words + positions + the pair ending at each word."""
+    torch.manual_seed(0)
+    keys = count_bigrams([[2, 3, 4, 5]], 30, max_size=10, min_freq=1)
+    model = TransformerClassifier(30, 2, d_model=8, num_heads=2, pooling=pooling, dropout=0.0, bigram_keys=keys).eval()
+    seen = {}
+    run_layers = model.encoder.encode
+    monkeypatch.setattr(model.encoder, "encode", lambda x, **kw: (seen.setdefault("x", x), run_layers(x, **kw))[1])
+    tokens = torch.tensor([[2, 3, 4, 5, 0]])
+    model(tokens)
+    words = tokens if pooling == "mean" else torch.tensor([[30, 2, 3, 4, 5, 0]])  # [CLS] has id 30
+    pairs = model.bigrams(tokens)
+    if pooling == "cls":
+        pairs = torch.cat([torch.zeros(1, 1, 8), pairs], dim=1)  # [CLS] ends no pair
+    assert pairs.abs().sum() > 0
+    torch.testing.assert_close(seen["x"], model.encoder.embed(words) + pairs)
+
+
 def test_cls_pooling_with_bigrams_gives_cls_no_pair():
     keys = count_bigrams([[2, 3]], 10, max_size=5, min_freq=1)
     model = TransformerClassifier(10, 2, d_model=8, num_heads=2, pooling="cls", bigram_keys=keys)
