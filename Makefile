@@ -63,7 +63,7 @@ chromium:
 	fi
 
 grade: $(STAMP)
-	$(PY) -m companion.grading $(NOTEBOOKS)
+	$(PY) -m companion.course.grading $(NOTEBOOKS)
 
 execute: $(STAMP)
 	$(PY) tools/execute_notebooks.py chapters/*.ipynb

@@ -25,8 +25,8 @@ import time
 import torch
 
 from companion import load_imdb
-from companion.sentiment import CONFIGS, split_imdb, train_config
-from companion.training import accuracy_of
+from companion.models.sentiment import CONFIGS, split_imdb, train_config
+from companion.models.training import accuracy_of
 
 ALL = [*CONFIGS, "tfidf"]
 

@@ -4,21 +4,34 @@
 Every chapter notebook imports from here; each object's docstring names the chapter that
 introduces it. The mask convention everywhere is PyTorch's
 ``F.scaled_dot_product_attention`` one: a bool tensor, ``True`` = may attend.
+
+The layout shows the design:
+
+- ``companion/*.py``: the building blocks the chapters teach, one module per idea
+  (attention, masks, multi-head attention, positions, feed-forward, layers, stacks, ...).
+  They import nothing from the wings below.
+- ``companion.models``: whole models assembled from the blocks, with their training recipes.
+- ``companion.data``: data sets, tokenisation and synthetic tasks (knows no model).
+- ``companion.course``: exercises, grading and notebook helpers (nothing else imports it).
+
+Every public name below is importable as ``from companion import ...``.
 """
 
+# the building blocks, in the order the course meets them
 from .attention import hardargmax, scaled_dot_product_attention, softargmax
-from .classifier import POOLINGS, TransformerClassifier
-from .embedding import TokenEmbedding
-from .feedforward import ACTIVATIONS, PositionwiseFeedForward
-from .imdb import load_imdb, read_imdb
-from .text import Vocab, pad_batch, tokenize
-from .interop import copy_weights, torch_state_dict
-from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, from_key_padding_mask, padding_mask
 from .multihead import MultiHeadAttention
-from .ngrams import BigramEmbedding, count_bigrams
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding
+from .embedding import TokenEmbedding
+from .feedforward import ACTIVATIONS, PositionwiseFeedForward
+from .layers import DecoderLayer, EncoderLayer
 from .transformer import Decoder, Encoder, Transformer
+from .bigram_embedding import BigramEmbedding
+from .interop import copy_weights, torch_state_dict
+
+# the wings: whole models and data
+from .models import POOLINGS, TransformerClassifier
+from .data import Vocab, count_bigrams, load_imdb, pad_batch, read_imdb, tokenize
 
 __version__ = "0.1.0"
 

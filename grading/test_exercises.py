@@ -2,15 +2,15 @@
 
     NOTEBOOKS=path/to/notebooks python -m pytest grading        # GitHub Classroom, any CI
 
-The same checks as the notebooks' check cells and `python -m companion.grading`.
+The same checks as the notebooks' check cells and `python -m companion.course.grading`.
 """
 
 import os
 
 import pytest
 
-from companion.exercises import EXERCISES
-from companion.grading import grade_folder
+from companion.course.exercises import EXERCISES
+from companion.course.grading import grade_folder
 
 FOLDER = os.environ.get("NOTEBOOKS", "chapters")
 TIMEOUT = float(os.environ.get("GRADING_TIMEOUT", "60"))

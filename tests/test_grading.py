@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.exercises import EXERCISES
-from companion.grading import NOT_IMPLEMENTED, check, find_exercise_cells, grade_folder, main, run_checks
+from companion.course.exercises import EXERCISES
+from companion.course.grading import NOT_IMPLEMENTED, check, find_exercise_cells, grade_folder, main, run_checks
 from wrong_answers import WRONG
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.imdb import ENV_VAR, load_imdb, read_imdb
+from companion.data.imdb import ENV_VAR, load_imdb, read_imdb
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "aclImdb-labeled.tar.gz"
 LAYOUT = {

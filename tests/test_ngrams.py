@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import BigramEmbedding, TransformerClassifier, Vocab, count_bigrams
-from companion.sentiment import CONFIGS, build_classifier, load_classifier, save_classifier
+from companion.models.sentiment import CONFIGS, build_classifier, load_classifier, save_classifier
 
 
 def pairs(keys, vocab_size):

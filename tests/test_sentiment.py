@@ -3,8 +3,8 @@
 import torch
 
 from companion import Vocab
-from companion.imdb import Split
-from companion.sentiment import CONFIGS, build_classifier, load_classifier, save_classifier, split_imdb
+from companion.data.imdb import Split
+from companion.models.sentiment import CONFIGS, build_classifier, load_classifier, save_classifier, split_imdb
 
 
 def fake_data(n=40):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from companion import TransformerClassifier, Vocab, pad_batch, tokenize
-from companion.training import accuracy_of, length_batches, predict, train_classifier
+from companion.models.training import accuracy_of, length_batches, predict, train_classifier
 
 
 def test_tokenize_keeps_words_apostrophes_and_marks():

@@ -13,9 +13,9 @@ from pathlib import Path
 import torch
 
 from .classifier import TransformerClassifier
-from .imdb import Split
-from .ngrams import count_bigrams
-from .text import Vocab, tokenize
+from ..data.imdb import Split
+from ..data.ngrams import count_bigrams
+from ..data.text import Vocab, tokenize
 from .training import History, train_classifier
 
 __all__ = ["CONFIGS", "split_imdb", "build_classifier", "train_config", "save_classifier", "load_classifier"]

@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_tokens
-from .masks import padding_mask
-from .ngrams import BigramEmbedding
-from .transformer import Encoder
+from .._checks import check_choice, check_positive_int, check_tokens
+from ..masks import padding_mask
+from ..bigram_embedding import BigramEmbedding
+from ..transformer import Encoder
 
 __all__ = ["TransformerClassifier", "POOLINGS"]
 

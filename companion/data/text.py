@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from ._checks import check_choice, check_positive_int
-from .masks import padding_mask
+from .._checks import check_choice, check_positive_int
+from ..masks import padding_mask
 
 __all__ = ["tokenize", "Vocab", "pad_batch"]
 

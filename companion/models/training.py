@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from .text import pad_batch
+from ..data.text import pad_batch
 
 __all__ = ["History", "length_batches", "train_classifier", "predict", "accuracy_of"]
 

@@ -2,13 +2,13 @@
 
 In a notebook, right after an exercise cell::
 
-    from companion.grading import check
+    from companion.course.grading import check
     check("ch01-softargmax", softargmax)     # prints a pass mark, or the first failing case
 
 For a folder of learner notebooks (no Jupyter server needed)::
 
-    python -m companion.grading chapters/            # a table, the score; exit 1 if any fail
-    python -m companion.grading chapters/ --json     # the same as JSON, for autograders
+    python -m companion.course.grading chapters/            # a table, the score; exit 1 if any fail
+    python -m companion.course.grading chapters/ --json     # the same as JSON, for autograders
 
 Each exercise cell (tagged ``exercise``, its id in the cell metadata ``exercise_id``) runs
 in its own Python process with a time limit, so code that raises, prints, loops forever or
@@ -92,7 +92,7 @@ def _grade_source(exercise: Exercise, source: str, timeout: float) -> Result:
     """Run one exercise cell and its checks in a fresh Python process."""
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "companion.grading", "--worker"],
+            [sys.executable, "-m", "companion.course.grading", "--worker"],
             input=json.dumps({"exercise": exercise.id, "source": source}),
             capture_output=True, text=True, timeout=timeout,
         )
@@ -152,7 +152,7 @@ def _worker() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m companion.grading", description="Grade the course's exercises.")
+    parser = argparse.ArgumentParser(prog="python -m companion.course.grading", description="Grade the course's exercises.")
     parser.add_argument("folder", nargs="?", help="folder holding the learner's chapter notebooks")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per exercise (default 60)")

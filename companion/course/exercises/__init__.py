@@ -2,8 +2,8 @@
 
 An exercise is a function the learner writes in a chapter notebook (a code cell tagged
 ``exercise`` whose metadata holds ``exercise_id``). The same checks give feedback in the
-notebook (:func:`companion.grading.check`) and grade a folder of notebooks
-(``python -m companion.grading``).
+notebook (:func:`companion.course.grading.check`) and grade a folder of notebooks
+(``python -m companion.course.grading``).
 """
 
 from __future__ import annotations

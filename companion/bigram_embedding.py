@@ -14,8 +14,6 @@ model's state (saved and loaded with it) and nothing is hashed or shared between
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -23,36 +21,7 @@ from torch import nn
 
 from ._checks import check_positive_int, check_probability, check_tokens
 
-__all__ = ["count_bigrams", "BigramEmbedding"]
-
-
-def count_bigrams(sequences: Iterable[Sequence[int]], vocab_size: int, max_size: int, min_freq: int = 2,
-                  ignore_ids: Sequence[int] = (0, 1)) -> torch.Tensor:
-    """The keys of the ``max_size`` most frequent adjacent id pairs (chapter 7).
-
-    Args:
-        sequences: token id lists (the training split only).
-        vocab_size: number of token ids; a pair ``(a, b)`` has the key ``a * vocab_size + b``.
-        max_size: the most pairs kept.
-        min_freq: pairs seen fewer times are dropped.
-        ignore_ids: ids that never form a pair (by default ``<pad>`` and ``<unk>``).
-
-    Returns:
-        int64 keys ``(num_bigrams,)``, sorted ascending; ties in frequency are broken by key,
-        so the result never depends on the order of ``sequences``.
-    """
-    check_positive_int("vocab_size", vocab_size)
-    check_positive_int("max_size", max_size)
-    check_positive_int("min_freq", min_freq)
-    ignored = set(ignore_ids)
-    counts: Counter[int] = Counter()
-    for ids in sequences:
-        if len(ids) and (min(ids) < 0 or max(ids) >= vocab_size):
-            raise ValueError(f"token ids must be in [0, vocab_size={vocab_size}), got min {min(ids)} and max "
-                             f"{max(ids)}; pass ids from the vocabulary and its size, len(vocab)")
-        counts.update(a * vocab_size + b for a, b in zip(ids, ids[1:]) if a not in ignored and b not in ignored)
-    ranked = sorted((key for key, n in counts.items() if n >= min_freq), key=lambda key: (-counts[key], key))
-    return torch.tensor(sorted(ranked[:max_size]), dtype=torch.long)
+__all__ = ["BigramEmbedding"]
 
 
 class BigramEmbedding(nn.Module):
@@ -60,11 +29,11 @@ class BigramEmbedding(nn.Module):
 
     Position ``i`` looks up the pair ``(tokens[i-1], tokens[i])`` in the table ``keys``; the
     first position and pairs not in the table get a zero vector. A table from
-    :func:`count_bigrams` holds no pair with ``<pad>`` or ``<unk>``, so those get zeros too.
+    :func:`companion.count_bigrams` holds no pair with ``<pad>`` or ``<unk>``, so those get zeros too.
     Scaled like :class:`companion.TokenEmbedding`, so that the two can be added.
 
     Args:
-        keys: int64 ``(num_bigrams,)``, sorted and distinct, as :func:`count_bigrams` returns.
+        keys: int64 ``(num_bigrams,)``, sorted and distinct, as :func:`companion.count_bigrams` returns.
         vocab_size: the token vocabulary's size the keys were built with.
         d_model: embedding width.
         dropout: dropout on the output.

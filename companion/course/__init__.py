@@ -1,0 +1,14 @@
+"""The course's machinery: exercises and their checks, the grader, and the notebook helpers.
+
+Notebooks use::
+
+    from companion.course import check, setup, show_source, show_solution
+
+Instructors grade a folder of notebooks with ``python -m companion.course.grading FOLDER``
+(``make grade``). Nothing in the blocks, models or data imports this wing.
+"""
+
+from .grading import check
+from .notebook import setup, show_solution, show_source
+
+__all__ = ["check", "setup", "show_source", "show_solution"]

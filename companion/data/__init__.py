@@ -1,0 +1,12 @@
+"""Data sets, tokenisation and the course's synthetic tasks. Data code knows no model.
+
+- :mod:`companion.data.imdb`: the IMDB reviews (chapter 7), downloaded, checked and cached.
+- :mod:`companion.data.text`: tokenizer, vocabulary and padding of id sequences.
+- :mod:`companion.data.ngrams`: the frequent word-pair (bigram) table.
+"""
+
+from .imdb import load_imdb, read_imdb
+from .ngrams import count_bigrams
+from .text import Vocab, pad_batch, tokenize
+
+__all__ = ["load_imdb", "read_imdb", "tokenize", "Vocab", "pad_batch", "count_bigrams"]

@@ -1,0 +1,14 @@
+"""Whole models assembled from the building blocks, with their configurations and training
+recipes: one module per model the course trains.
+
+- :mod:`companion.models.classifier`: the Transformer sentiment classifier (chapter 7).
+- :mod:`companion.models.training`: its length-bucketed training loop and prediction.
+- :mod:`companion.models.sentiment`: chapter 7's configurations, split, save and load.
+
+Models import the blocks (``companion.*``) and the data wing (``companion.data``), never the
+course wing (``companion.course``).
+"""
+
+from .classifier import POOLINGS, TransformerClassifier
+
+__all__ = ["TransformerClassifier", "POOLINGS"]
