@@ -18,7 +18,7 @@ PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 SITE      := _build/html
 
-.PHONY: setup book test test-package test-notebooks test-site chromium grade execute serve bench bench-imdb bench-ablation clean
+.PHONY: setup book test test-package test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,15 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W --keep-going
 	@echo "The website: $(abspath $(SITE)/index.html)"
 
-test: test-package test-notebooks book test-site
+test: test-package test-notebooks test-reader book test-site
 
 test-package: $(STAMP)
-	$(PY) -m pytest tests --ignore=tests/site
+	$(PY) -m pytest tests --ignore=tests/site --ignore=tests/reader
+
+# The reader's path: the wheel built from the checkout, a fresh environment with only what
+# Colab preinstalls, each chapter notebook alone in an empty folder (quick mode).
+test-reader: $(STAMP)
+	COURSE_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests/reader
 
 # Notebooks run in quick mode here (COURSE_QUICK=1: a subset, one epoch); their stored outputs
 # come from the full run (make execute). IMDB comes from COURSE_IMDB, else the shared archive

@@ -1,0 +1,181 @@
+"""The reader's path, outside the repository: what a Colab reader gets.
+
+Builds the wheel and the sdist from the checkout, makes a fresh virtual environment holding
+only what Colab preinstalls (torch, numpy, matplotlib, ipykernel, nbclient), copies each chapter
+notebook alone into an empty folder and executes it there in quick mode. The notebook's own
+install cell installs the package, pointed at the built wheel instead of the repository's
+address. Every cell must run, and the check cells must say "not implemented yet" for the stubs.
+
+Run by ``make test-reader`` (part of ``make test``); a few minutes.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+DISTRIBUTION = "attention-course-companion"
+COLAB_PREINSTALLED = ["numpy", "matplotlib", "ipykernel", "nbclient"]
+TORCH = os.environ.get("COURSE_TORCH", "torch==2.13.0")
+
+
+def run(command, **kwargs):
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    assert done.returncode == 0, f"{' '.join(map(str, command))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    """The wheel and sdist built from the checkout (no build isolation: no download needed)."""
+    out = tmp_path_factory.mktemp("dist")
+    done = run([sys.executable, "-m", "build", "--no-isolation", "--wheel", "--sdist", "--outdir", str(out), str(ROOT)])
+    wheel, = out.glob("*.whl")
+    sdist, = out.glob("*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist, "log": done.stdout + done.stderr}
+
+
+@pytest.fixture(scope="module")
+def colab(tmp_path_factory):
+    """A fresh virtual environment with only what Colab preinstalls."""
+    venv = tmp_path_factory.mktemp("colab") / "venv"
+    run([sys.executable, "-m", "venv", str(venv)])
+    python = venv / "bin" / "python"
+    run([str(python), "-m", "pip", "install", "-q", TORCH])
+    run([str(python), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), *COLAB_PREINSTALLED])
+    done = subprocess.run([str(python), "-c", "import companion"], capture_output=True, text=True, cwd=venv)
+    assert done.returncode != 0, "the fresh environment must not see the repository's companion"
+    return venv
+
+
+def environment(venv: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"  # the kernel's `python` is the venv's
+    env["COURSE_QUICK"] = "1"
+    return env
+
+
+EXECUTE = r"""
+import json, sys
+import nbformat
+from nbclient import NotebookClient
+notebook = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
+nbformat.write(notebook, sys.argv[1])
+"""
+
+
+def use_source(notebook: dict, source: str) -> dict:
+    """The notebook with its install cell pointed at ``source`` instead of the repository."""
+    first = next(c for c in notebook["cells"] if c["cell_type"] == "code")
+    text = "".join(first["source"])
+    assert re.search(r'^SOURCE = "git\+https://', text, re.M), "the install cell has no SOURCE line"
+    first["source"] = re.sub(r'^SOURCE = ".*"$', f'SOURCE = "{source}"', text, flags=re.M)
+    return notebook
+
+
+def outputs(cell) -> str:
+    def text(value):
+        return "".join(value) if isinstance(value, list) else value
+
+    return "".join(text(o.get("text", "")) + text(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []))
+
+
+def test_the_wheel_holds_every_module_and_nothing_large(dist):
+    names = zipfile.ZipFile(dist["wheel"]).namelist()
+    modules = {n for n in names if n.startswith("companion/")}
+    in_repo = {p.relative_to(ROOT).as_posix() for p in (ROOT / "companion").rglob("*.py")}
+    assert in_repo <= modules, f"missing from the wheel: {sorted(in_repo - modules)}"
+    imported = set()
+    for path in CHAPTERS:
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code" and "exercise" not in cell["metadata"].get("tags", []):
+                try:
+                    tree = ast.parse("".join(cell["source"]))
+                except SyntaxError:
+                    continue
+                imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+                imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    for module in sorted(m for m in imported if m.split(".")[0] == "companion"):
+        path = module.replace(".", "/")
+        assert f"{path}.py" in names or f"{path}/__init__.py" in names, f"the notebooks import {module}"
+    info = zipfile.ZipFile(dist["wheel"]).infolist()
+    assert all(i.file_size < 200_000 for i in info), [i.filename for i in info if i.file_size >= 200_000]
+    assert not [n for n in names if n.endswith((".pt", ".tar.gz", ".ipynb", ".npz"))]
+    assert dist["wheel"].stat().st_size < 1_000_000
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    text = zipfile.ZipFile(dist["wheel"]).read(metadata).decode()
+    assert f"Name: {DISTRIBUTION}" in text and "License-Expression: MIT" in text
+
+
+def test_the_sdist_builds_the_same_package(dist):
+    names = tarfile.open(dist["sdist"]).getnames()
+    assert any(n.endswith("companion/course/exercises/ch01.py") for n in names)
+    assert any(n.endswith("/LICENSE") for n in names)
+
+
+def test_the_build_has_no_deprecation_warning(dist):
+    assert "deprecat" not in dist["log"].lower(), dist["log"]
+
+
+def test_a_failed_install_says_what_to_try(colab, tmp_path):
+    notebook = use_source(json.loads(CHAPTERS[0].read_text()), "file:///nowhere/missing.whl")
+    first = next(c for c in notebook["cells"] if c["cell_type"] == "code")
+    done = subprocess.run([str(colab / "bin" / "python"), "-c", "".join(first["source"])],
+                          capture_output=True, text=True, cwd=tmp_path, env=environment(colab))
+    assert done.returncode != 0
+    message = done.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"Could not install {DISTRIBUTION} from file:///nowhere/missing.whl")
+    assert "install it yourself: pip install" in message
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_chapter_runs_alone_on_the_installed_package(chapter, dist, colab, tmp_path):
+    # as in a new Colab session: the package is not there until the install cell runs
+    subprocess.run([str(colab / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", DISTRIBUTION],
+                   capture_output=True)
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    target = folder / chapter.name
+    notebook = use_source(json.loads(chapter.read_text()), dist["wheel"].as_uri())
+    for cell in notebook["cells"]:
+        cell["outputs"] = [] if cell["cell_type"] == "code" else cell.get("outputs")
+        if cell["cell_type"] != "code":
+            cell.pop("outputs", None)
+    target.write_text(json.dumps(notebook))
+    run([str(colab / "bin" / "python"), "-c", EXECUTE, str(target), str(folder)], cwd=folder, env=environment(colab))
+    executed = json.loads(target.read_text())
+    cells = [c for c in executed["cells"] if c["cell_type"] == "code"]
+    assert f"installed {DISTRIBUTION}" in outputs(cells[0])
+    checks = [c for c in cells if "".join(c["source"]).lstrip().startswith("check(")]
+    assert checks, "no check cell ran"
+    for cell in checks:
+        assert "not implemented yet" in outputs(cell), outputs(cell)
+    # it used the installed package, not files of the repository
+    where = subprocess.run([str(colab / "bin" / "python"), "-c", "import companion; print(companion.__file__)"],
+                           capture_output=True, text=True, cwd=folder, env=environment(colab)).stdout
+    assert "site-packages" in where and str(ROOT) not in where
+
+
+def test_solutions_are_reachable_without_the_website(dist, colab, tmp_path):
+    run([str(colab / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(dist["wheel"])])
+    script = ("from companion.course import show_solution\n"
+              "from companion.course.exercises import EXERCISES\n"
+              "for exercise_id in EXERCISES:\n"
+              "    code = show_solution(exercise_id)\n"
+              "    print(exercise_id, 'def ' in code.data, len(code.data.splitlines()))\n")
+    done = run([str(colab / "bin" / "python"), "-c", script], cwd=tmp_path, env=environment(colab))
+    lines = done.stdout.split("\n")[:-1]
+    assert lines and all(line.split()[1] == "True" for line in lines), done.stdout
