@@ -1,7 +1,9 @@
 # Attention and Transformers from Scratch
 #   make book      set-up, then the website (_build/html/index.html)
 #   make test      set-up, then every test: package, grader, notebooks (nbval), site build, browser
-#   make grade NOTEBOOKS=<folder>   grade a learner's notebooks (a table, a score, exit 1 on failures)
+#   make lab       JupyterLab on the chapter notebooks, to work through them locally
+#   make grade NOTEBOOKS=<folder>   grade a learner's notebooks (a table, a score; exit 0 all passed,
+#                 1 some failed, 2 the grader could not run)
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
@@ -23,7 +25,7 @@ SITE      := _build/html
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench,lab]"
 	touch $@
 
 setup: $(STAMP)
@@ -72,6 +74,11 @@ grade: $(STAMP)
 
 execute: $(STAMP)
 	$(PY) tools/execute_notebooks.py chapters/*.ipynb
+
+# JupyterLab on the chapters, for learners working locally (the browser opens on its own where
+# there is one; otherwise open the address it prints).
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab chapters
 
 serve: book
 	$(PY) -m http.server --directory $(SITE) --bind 127.0.0.1 8000

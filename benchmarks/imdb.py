@@ -5,6 +5,10 @@
     python benchmarks/imdb.py --configs course --set max_len=256 # one ablation row: the course model, changed
     python benchmarks/imdb.py --ablation                         # every row of ABLATIONS (about an hour)
 
+A full run of every config (and --ablation) writes its table to
+companion/models/sentiment_results.json, which chapter 7 reads; quick runs, --set and
+--configs subsets only print (or write where --results says).
+
 Every config trains in a fresh subprocess (so its peak memory is its own) on the same split:
 the vocabulary and every choice come from the training reviews (22,500 of them, 2,500 held
 out for validation, both halves balanced); the 25,000 test reviews are used once per config,
@@ -14,6 +18,7 @@ for the reported accuracy.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -25,7 +30,7 @@ import time
 import torch
 
 from companion import load_imdb
-from companion.models.sentiment import CONFIGS, split_imdb, train_config
+from companion.models.sentiment import CONFIGS, RESULTS, save_results, split_imdb, train_config
 from companion.models.training import accuracy_of
 
 ALL = [*CONFIGS, "tfidf"]
@@ -72,7 +77,7 @@ def run_tfidf(quick: bool) -> dict:
         if best is None or val > best[0]:
             best = (val, model)
     wall = time.perf_counter() - start
-    return dict(name="tfidf", params=X_train.shape[1] + 1, train_seconds=wall, epoch_seconds=float("nan"),
+    return dict(name="tfidf", params=X_train.shape[1] + 1, train_seconds=wall, epoch_seconds=None,
                 val_accuracy=best[0], test_accuracy=best[1].score(X_test, split["test"][1]), val_curve=[])
 
 
@@ -101,13 +106,24 @@ def run_child(name: str, quick: bool, threads: int, pairs: list[str]) -> dict:
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def ablation(quick: bool, threads: int) -> None:
+def about(threads: int, quick: bool) -> dict:
+    """Where and how a table was measured (stored with it)."""
+    return dict(torch=torch.__version__, machine=f"{platform.machine()}, {os.cpu_count()} cores", threads=threads,
+                date=datetime.date.today().isoformat(), quick=quick, command=" ".join(["python", *sys.argv]))
+
+
+def ablation(quick: bool, threads: int, results_path: str | None) -> None:
     print("| change to the course model | parameters | training wall time (s) | best val acc | test acc |")
     print("|---|---:|---:|---:|---:|", flush=True)
+    rows = []
     for label, changes in ABLATIONS.items():
         r = run_child("course", quick, threads, [f"{k}={json.dumps(v)}" for k, v in changes.items()])
+        rows.append({"label": label, "changes": changes, **r})
         print(f"| {label} | {r['params']:,} | {r['train_seconds']:.0f} | {r['val_accuracy']:.4f} | "
               f"{r['test_accuracy']:.4f} |", flush=True)
+    if results_path:
+        save_results("ablation", about(threads, quick), rows, results_path)
+        print(f"\nwritten to {results_path}")
 
 
 def child(name: str, quick: bool, changes: dict) -> None:
@@ -124,6 +140,8 @@ def main() -> None:
                         help="change the course config, e.g. --set max_len=256 pooling=max")
     parser.add_argument("--ablation", action="store_true", help="train every row of ABLATIONS instead")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--results", default=None,
+                        help=f"write the table here (default: {RESULTS.name} for a full, unchanged run of every config)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -135,8 +153,10 @@ def main() -> None:
         print("note: COURSE_IMDB is not set; the loader will download the archive (or use its cache)")
     print(f"torch {torch.__version__}, {platform.machine()}, {args.threads} threads{', QUICK' if args.quick else ''}"
           + (f"; course config changed: {changes}" if changes else ""))
+    full = not args.quick and not changes
+    results_path = args.results or (str(RESULTS) if full and (args.ablation or args.configs == ALL) else None)
     if args.ablation:
-        ablation(args.quick, args.threads)
+        ablation(args.quick, args.threads, results_path)
         return
     results = []
     for name in args.configs:
@@ -147,7 +167,8 @@ def main() -> None:
     print("\n| config | parameters | training wall time (s) | s / epoch | best val acc | test acc | peak memory (MiB) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['name']} | {r['params']:,} | {r['train_seconds']:.0f} | {r['epoch_seconds']:.0f} | "
+        per_epoch = "n/a" if r["epoch_seconds"] is None else f"{r['epoch_seconds']:.0f}"
+        print(f"| {r['name']} | {r['params']:,} | {r['train_seconds']:.0f} | {per_epoch} | "
               f"{r['val_accuracy']:.4f} | {r['test_accuracy']:.4f} | {r['peak_mib']:.0f} |")
     course = next((r for r in results if r["name"] == "course"), None)
     if course and keras:
@@ -158,6 +179,9 @@ def main() -> None:
         print(f"course model test accuracy {course['test_accuracy']:.4f}: "
               f"{'>=' if course['test_accuracy'] >= 0.90 else '<'} 0.90 target; "
               f"{'beats' if beats else 'does NOT beat'} every other neural config")
+    if results_path:
+        save_results("benchmark", about(args.threads, args.quick), results, results_path)
+        print(f"\nwritten to {results_path}")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,15 @@ TIMEOUT = float(os.environ.get("GRADING_TIMEOUT", "60"))
 
 
 @pytest.fixture(scope="session")
-def results():
-    return {r.exercise: r for r in grade_folder(FOLDER, timeout=TIMEOUT)}
+def report():
+    return grade_folder(FOLDER, timeout=TIMEOUT)
+
+
+def test_every_notebook_is_readable(report):
+    assert not report.problems, "; ".join(f"{path}: {why}" for path, why in report.problems.items())
 
 
 @pytest.mark.parametrize("exercise_id", list(EXERCISES))
-def test_exercise(results, exercise_id):
-    result = results[exercise_id]
+def test_exercise(report, exercise_id):
+    result = next(r for r in report.results if r.exercise == exercise_id)
     assert result.passed, result.message

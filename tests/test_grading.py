@@ -1,30 +1,43 @@
-"""The exercise checks and the grader: right answers pass, stubs and wrong answers fail,
-and no learner code can crash the grader."""
+"""The exercise checks and the grader.
+
+- every reference solution passes; every shipped stub fails as "not implemented yet";
+- at least 8 plausible wrong answers per exercise are rejected;
+- the notebook's check (in a real Jupyter kernel) and the grader give the same verdict,
+  word for word, on the same answers;
+- no learner code can forge a pass, crash the grader, or switch the checks off.
+"""
 
 import inspect
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
-from companion.course.exercises import EXERCISES
-from companion.course.grading import NOT_IMPLEMENTED, check, find_exercise_cells, grade_folder, main, run_checks
+from companion.course import check
+from companion.course.answer import NOT_IMPLEMENTED, PRELUDE, evaluate, run_checks
+from companion.course.exercises import EXERCISES, earlier_in_chapter
+from companion.course.grading import EXIT_FAILED, EXIT_GRADER_ERROR, EXIT_PASSED, find_exercise_cells, grade_folder, main
 from wrong_answers import WRONG
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
 
 
-def solution_source(exercise_id):
+def solution(exercise_id):
     return inspect.getsource(EXERCISES[exercise_id].solution)
 
 
-def learner_folder(tmp_path, answers):
+def earlier_solutions(exercise_id):
+    return [solution(ex.id) for ex in earlier_in_chapter(exercise_id)]
+
+
+def learner_folder(tmp_path, answers, name="learner"):
     """A copy of the shipped notebooks with some exercise cells replaced by ``answers``."""
-    folder = tmp_path / "learner"
+    folder = tmp_path / name
     folder.mkdir()
     for path in CHAPTERS.glob("*.ipynb"):
         notebook = json.loads(path.read_text())
@@ -36,103 +49,243 @@ def learner_folder(tmp_path, answers):
     return folder
 
 
+def solved(**changes):
+    return {**{ex: solution(ex) for ex in EXERCISES}, **changes}
+
+
+# --- the checks ------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("exercise_id", list(EXERCISES))
 def test_reference_solution_passes(exercise_id):
-    result = run_checks(EXERCISES[exercise_id], EXERCISES[exercise_id].solution)
-    assert result.passed, result.message
+    assert run_checks(EXERCISES[exercise_id], EXERCISES[exercise_id].solution).passed
+    result = evaluate(EXERCISES[exercise_id], solution(exercise_id), earlier_solutions(exercise_id))
+    assert result.passed and result.checks_run == len(EXERCISES[exercise_id].checks), result
 
 
 @pytest.mark.parametrize("exercise_id", list(EXERCISES))
-def test_at_least_three_typical_wrong_answers_fail(exercise_id):
-    wrong = WRONG[exercise_id]
-    assert len(wrong) >= 3
-    for fn in wrong:
-        result = run_checks(EXERCISES[exercise_id], fn)
-        assert not result.passed, f"{fn.__name__} was accepted"
-        assert "Hint:" in result.message or "raised" in result.message, result.message
+def test_at_least_eight_typical_wrong_answers_fail_with_a_reason(exercise_id):
+    assert len(WRONG[exercise_id]) >= 8
+    for name, source in WRONG[exercise_id]:
+        result = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id))
+        assert not result.passed, f"wrong answer accepted: {name}"
+        assert result.message != NOT_IMPLEMENTED and len(result.message) > 40, (name, result.message)
 
 
 def test_every_exercise_has_exactly_one_stub_in_the_chapters():
-    cells = find_exercise_cells(CHAPTERS)
-    assert set(cells) == set(EXERCISES)
-    assert all(len(sources) == 1 for sources in cells.values())
+    cells, problems = find_exercise_cells(CHAPTERS)
+    assert not problems and set(cells) == set(EXERCISES)
+    assert all(len(found) == 1 for found in cells.values())
+
+
+def test_exercises_are_listed_in_the_order_the_notebooks_ask_them():
+    cells, _ = find_exercise_cells(CHAPTERS)
+    order = sorted(EXERCISES, key=lambda ex: (cells[ex][0].path.name, cells[ex][0].index))
+    assert order == list(EXERCISES)
+
+
+def test_every_chapter_imports_what_exercise_cells_may_use():
+    """The rule gives exercise cells PRELUDE's names; the chapter's import cell must give them too."""
+    for path in CHAPTERS.glob("*.ipynb"):
+        code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        if any("exercise" in c["metadata"].get("tags", []) for c in code):
+            imports = "".join(code[1]["source"])  # the cell after the install cell
+            missing = [line for line in PRELUDE.splitlines() if line not in imports.splitlines()]
+            assert not missing, f"{path.name}: its import cell lacks {missing}"
 
 
 def test_shipped_stubs_fail_as_not_implemented():
-    results = grade_folder(CHAPTERS, timeout=60)
-    assert [r.exercise for r in results] == list(EXERCISES)
-    for r in results:
+    report = grade_folder(CHAPTERS, timeout=60)
+    assert [r.exercise for r in report.results] == list(EXERCISES)
+    for r in report.results:
         assert not r.passed and r.message == NOT_IMPLEMENTED, r
 
 
-def test_notebook_feedback(capsys):
-    check("ch01-hardargmax", EXERCISES["ch01-hardargmax"].solution)
-    assert capsys.readouterr().out.startswith("PASSED ch01-hardargmax")
-    check("ch01-hardargmax", WRONG["ch01-hardargmax"][1])
+# --- the notebook and the grader agree ----------------------------------------------------------
+
+# Answers whose verdicts once differed between the notebook and the grader, and the rule's edges.
+PARITY_CASES = [
+    ("ch01-hardargmax", "F.one_hot without importing F (F is one of the exercise imports)", True,
+     "def hardargmax(scores):\n    n = scores.shape[-1]\n    return F.one_hot(scores.argmax(-1), n).to(scores.dtype)\n"),
+    ("ch01-soft-lookup", "reuses the learner's own softargmax from the earlier exercise", True,
+     "def soft_lookup(query, keys, values, beta=1.0):\n    return softargmax(keys @ query, beta) @ values\n"),
+    ("ch01-self-attention", "calls scaled_dot_product_attention from the chapter's import cell", False,
+     "def self_attention(X, beta=1.0):\n    return scaled_dot_product_attention(X, X, X, scale=beta)[0]\n"),
+    ("ch01-self-attention", "imports companion's function under another name", False,
+     "import companion\n\ndef self_attention(X, beta=1.0):\n"
+     "    return companion.scaled_dot_product_attention(X, X, X, scale=beta)[0]\n"),
+    ("ch01-self-attention", "a helper defined in the same cell", True,
+     "def _weights(X, beta):\n    return torch.softmax(beta * X @ X.T, -1)\n\n"
+     "def self_attention(X, beta=1.0):\n    return _weights(X, beta) @ X\n"),
+    ("ch01-self-attention", "IPython syntax in the cell", False,
+     "%time 1 + 1\ndef self_attention(X, beta=1.0):\n    return torch.softmax(beta * X @ X.T, -1) @ X\n"),
+    ("ch01-hardargmax", "the function calls sys.exit()", False,
+     "import sys\n\ndef hardargmax(scores):\n    sys.exit(0)\n"),
+    ("ch07-masked-mean", "collate from the earlier exercise is visible", True,
+     "assert callable(collate)\n\ndef masked_mean(x, keep):\n"
+     "    w = keep.unsqueeze(-1).to(x.dtype)\n    return (x * w).sum(1) / w.sum(1)\n"),
+]
+
+
+def _parity_notebook(answers):
+    """A notebook that, for each exercise in order, runs every answer and its check, then the solution."""
+    cells = [nbformat.v4.new_code_cell(PRELUDE + "from companion import scaled_dot_product_attention\n"
+                                       "from companion.course import check\n")]
+    for exercise_id, exercise in EXERCISES.items():
+        for source in [s for ex, s in answers if ex == exercise_id]:
+            cells.append(nbformat.v4.new_code_cell(source))
+            cells.append(nbformat.v4.new_code_cell(f"check({exercise_id!r}, {exercise.function})"))
+        cells.append(nbformat.v4.new_code_cell(solution(exercise_id)))
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def test_the_notebook_and_the_grader_give_the_same_verdicts(tmp_path):
+    answers = [(ex, source) for ex, _, _, source in PARITY_CASES]
+    answers += [(ex, source) for ex, wrong in WRONG.items() for _, source in wrong if "companion" not in source]
+    answers += [(ex, solution(ex)) for ex in EXERCISES]
+    notebook = _parity_notebook(answers)
+    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    printed = {}
+    for answer, checked in zip(notebook.cells, notebook.cells[1:]):
+        if checked.source.startswith("check("):
+            exercise_id = checked.source.split("'")[1]
+            printed[(exercise_id, answer.source)] = "".join(o.get("text", "") for o in checked.outputs).strip()
+    assert len(printed) == len(answers)
+    for exercise_id, source in answers:
+        verdict = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id))
+        expected = f"{'PASSED' if verdict.passed else 'NOT YET'} {exercise_id}: {verdict.message}"
+        assert printed[(exercise_id, source)] == expected, source
+    for exercise_id, name, passes, source in PARITY_CASES:
+        assert printed[(exercise_id, source)].startswith("PASSED" if passes else "NOT YET"), (name, printed)
+
+
+def test_the_grader_process_gives_the_verdicts_of_the_rule(tmp_path):
+    """The same cases through grade_folder: one process per exercise, cells read from the files."""
+    for exercise_id, name, passes, source in PARITY_CASES:
+        folder = learner_folder(tmp_path, solved(**{exercise_id: source}), name=f"case{PARITY_CASES.index((exercise_id, name, passes, source))}")
+        result = next(r for r in grade_folder(folder, timeout=60).results if r.exercise == exercise_id)
+        expected = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id))
+        assert (result.passed, result.message) == (expected.passed, expected.message) == (passes, expected.message), name
+
+
+def test_the_notebook_check_prints_and_returns_the_verdict(capsys):
+    def hardargmax(scores):
+        return torch.zeros_like(scores).scatter(-1, scores.argmax(-1, keepdim=True), 1.0)  # noqa: F821
+
+    assert check("ch01-hardargmax", hardargmax).passed
+    assert capsys.readouterr().out.startswith("PASSED ch01-hardargmax: all 5 checks passed")
+    def softargmax(scores, beta=1.0):
+        return scores
+
+    assert not check("ch01-softargmax", softargmax).passed
     out = capsys.readouterr().out
-    assert out.startswith("NOT YET ch01-hardargmax") and "expected" in out and "got" in out
+    assert out.startswith("NOT YET ch01-softargmax: softargmax([1, 2, 3], beta=1): expected") and "Hint:" in out
+    assert not check("ch01-softargmax", max).passed
+    assert "could not read the code of softargmax()" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown exercise 'ch99-x'"):
         check("ch99-x", print)
 
 
+# --- a grader that cannot be fooled or crashed ---------------------------------------------------
+
+FORGED = """import json, os, sys
+sys.__stdout__.write(json.dumps({"exercise": "ch01-softargmax", "passed": True,
+                                 "message": "all 7 checks passed", "checks_run": 7}) + "\\n")
+sys.__stdout__.flush()
+os._exit(0)
+"""
+
+
+def test_a_forged_pass_is_not_believed(tmp_path):
+    folder = learner_folder(tmp_path, solved(**{"ch01-softargmax": FORGED}))
+    result = grade_folder(folder, timeout=60).results[0]
+    assert not result.passed
+    assert "stopped the grader's Python process before the checks finished" in result.message
+
+
+def test_replacing_a_pytorch_function_does_not_switch_the_checks_off(tmp_path):
+    cheat = ("torch.allclose = lambda *args, **kwargs: True\ntorch.equal = lambda *args: True\n"
+             "def softargmax(scores, beta=1.0):\n    return scores * 0\n")
+    folder = learner_folder(tmp_path, solved(**{"ch01-softargmax": cheat}))
+    result = grade_folder(folder, timeout=60).results[0]
+    assert not result.passed and "replaced torch.allclose" in result.message, result.message
+
+
 def test_grader_survives_misbehaving_code(tmp_path):
-    folder = learner_folder(tmp_path, {
-        **{ex: solution_source(ex) for ex in EXERCISES},
-        "ch01-softargmax": "print('debugging ' * 1000)\n" + solution_source("ch01-softargmax"),  # prints: fine
+    folder = learner_folder(tmp_path, solved(**{
+        "ch01-softargmax": "print('debugging ' * 1000)\n" + solution("ch01-softargmax"),  # prints: fine
         "ch01-hardargmax": "def hardargmax(scores):\n    while True:\n        pass\n",  # never returns
-        "ch01-soft-lookup": "import os\nos._exit(3)\n",  # kills its process
-        "ch01-self-attention": "def self_attention(X, beta=1.0):\n    return X[0]\n",  # wrong shape
-    })
-    results = {r.exercise: r for r in grade_folder(folder, timeout=10)}
+        "ch01-soft-lookup": "def soft_lookup(query, keys, values, beta=1.0):\n    return values\n",  # wrong shape
+        "ch01-self-attention": "import os\nos._exit(3)\n",  # kills its process
+        "ch07-collate": "import os\nos.system('printf x')\n" + solution("ch07-collate"),  # output, no newline
+        "ch07-masked-mean": "import sys\nsys.exit(0)\n",  # exits
+    }))
+    results = {r.exercise: r for r in grade_folder(folder, timeout=10).results}
     assert results["ch01-softargmax"].passed
     assert "timed out after 10 s" in results["ch01-hardargmax"].message
-    assert "stopped the Python process (exit 3)" in results["ch01-soft-lookup"].message
-    assert "expected shape (3, 2), got shape (2,)" in results["ch01-self-attention"].message
+    assert "expected shape" in results["ch01-soft-lookup"].message
+    assert "stopped the grader's Python process before the checks finished (exit 3" in results["ch01-self-attention"].message
+    assert results["ch07-collate"].passed
+    assert "the cell called exit() (SystemExit): exiting is not allowed" in results["ch07-masked-mean"].message
 
 
 def test_grader_reports_cells_that_raise_or_miss_the_function(tmp_path):
-    folder = learner_folder(tmp_path, {
+    folder = learner_folder(tmp_path, solved(**{
         "ch01-softargmax": "raise RuntimeError('oops')",
         "ch01-hardargmax": "def hard_arg_max(scores):\n    return scores\n",
         "ch01-soft-lookup": "def soft_lookup(q, k, v, beta=1.0):\n    return 1 / 0\n",
-        "ch01-self-attention": "def self_attention(X, beta=1.0):\n    return torch.softmax(beta * X @ X.T, -1) @ X\n",
-    })
-    results = {r.exercise: r for r in grade_folder(folder, timeout=30)}
+        "ch01-self-attention": "%%time\ndef self_attention(X, beta=1.0):\n    return X\n",
+    }))
+    results = {r.exercise: r for r in grade_folder(folder, timeout=30).results}
     assert results["ch01-softargmax"].message == "the cell raised RuntimeError: oops"
     assert results["ch01-hardargmax"].message == "the cell does not define hardargmax()"
     assert "your function raised ZeroDivisionError" in results["ch01-soft-lookup"].message
-    assert results["ch01-self-attention"].passed  # torch comes from the grader's prelude
+    assert "the cell uses IPython syntax on line 1" in results["ch01-self-attention"].message
 
 
-def test_missing_and_duplicated_exercise_cells(tmp_path):
-    (tmp_path / "empty").mkdir()
-    results = grade_folder(tmp_path / "empty")
-    assert all("no code cell tagged 'exercise'" in r.message for r in results)
+def test_an_unreadable_notebook_is_reported_and_the_rest_graded(tmp_path, capsys):
+    folder = learner_folder(tmp_path, solved())
+    (folder / "broken.ipynb").write_text('{"cells": [')
+    report = grade_folder(folder)
+    assert report.passed == len(EXERCISES)
+    assert "broken.ipynb" in report.problems and "not a readable notebook" in report.problems["broken.ipynb"]
+    assert main([str(folder)]) == EXIT_PASSED
+    assert "broken.ipynb: not a readable notebook" in capsys.readouterr().out
+
+
+def test_missing_and_duplicated_exercise_cells_name_the_files(tmp_path):
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "empty.ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))
+    assert all("no code cell tagged 'exercise'" in r.message for r in grade_folder(tmp_path / "none").results)
     folder = learner_folder(tmp_path, {})
-    (folder / "copies").mkdir()
-    for notebook in list(folder.glob("*.ipynb")):
-        (folder / "copies" / notebook.name).write_text(notebook.read_text())
-    assert all("2 cells claim exercise_id" in r.message for r in grade_folder(folder))
-    with pytest.raises(FileNotFoundError, match="no folder"):
-        grade_folder(tmp_path / "nowhere")
+    source = folder / "01_attention_as_kv_store.ipynb"
+    (folder / "01_attention_as_kv_store-Copy1.ipynb").write_text(source.read_text())
+    results = {r.exercise: r for r in grade_folder(folder).results}
+    message = results["ch01-softargmax"].message
+    assert "2 cells claim exercise_id 'ch01-softargmax'" in message
+    assert "01_attention_as_kv_store-Copy1.ipynb (cell" in message and "01_attention_as_kv_store.ipynb (cell" in message
 
 
-def test_command_line_table_json_and_exit_code(tmp_path, capsys):
-    solved = learner_folder(tmp_path, {ex: solution_source(ex) for ex in EXERCISES})
-    assert main([str(solved)]) == 0
+def test_exit_codes_tell_pass_fail_and_grader_error_apart(tmp_path, capsys):
+    assert main([str(learner_folder(tmp_path, solved()))]) == EXIT_PASSED
     assert f"score: {len(EXERCISES)}/{len(EXERCISES)}" in capsys.readouterr().out
-    assert main([str(CHAPTERS), "--json"]) == 1
+    assert main([str(CHAPTERS), "--json"]) == EXIT_FAILED
     report = json.loads(capsys.readouterr().out)
-    assert report["score"] == 0 and report["max_score"] == len(EXERCISES)
-    assert {r["exercise"] for r in report["results"]} == set(EXERCISES)
+    assert report["score"] == 0 and report["max_score"] == len(EXERCISES) and report["problems"] == {}
+    assert main([str(tmp_path / "nowhere")]) == EXIT_GRADER_ERROR
+    assert "no folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty")]) == EXIT_GRADER_ERROR
+    assert "no notebooks found" in capsys.readouterr().err
 
 
 def test_plain_pytest_grading_for_classroom(tmp_path):
     """grading/ is what GitHub Classroom runs: it must pass on solutions and fail on stubs."""
-    solved = learner_folder(tmp_path, {ex: solution_source(ex) for ex in EXERCISES})
-    env = dict(os.environ)
+    folder = learner_folder(tmp_path, solved())
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "grading")]
-    ok = subprocess.run(command, env={**env, "NOTEBOOKS": str(solved)}, capture_output=True, text=True, cwd=ROOT)
-    assert ok.returncode == 0 and f"{len(EXERCISES)} passed" in ok.stdout, ok.stdout
+    env = {**__import__("os").environ}
+    ok = subprocess.run(command, env={**env, "NOTEBOOKS": str(folder)}, capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0 and f"{len(EXERCISES) + 1} passed" in ok.stdout, ok.stdout
     stubs = subprocess.run(command, env={**env, "NOTEBOOKS": str(CHAPTERS)}, capture_output=True, text=True, cwd=ROOT)
     assert stubs.returncode == 1 and f"{len(EXERCISES)} failed" in stubs.stdout, stubs.stdout

@@ -43,3 +43,11 @@ def test_no_review_text_in_any_stored_output():
                 if len(probe) >= 40 and probe in stored:
                     leaked.append(probe)
     assert not leaked, f"{len(leaked)} reviews appear in stored notebook outputs, e.g. {leaked[:2]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_lines_fit_the_page(path):
+    """The site's column shows about 80 characters of code without a scroll bar."""
+    long = [(i, line) for i, cell in enumerate(json.loads(path.read_text())["cells"]) if cell["cell_type"] == "code"
+            for line in "".join(cell["source"]).splitlines() if len(line) > 80]
+    assert not long, f"{path.name}: code lines over 80 characters: {long[:3]}"

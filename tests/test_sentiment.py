@@ -36,3 +36,39 @@ def test_save_and_load_round_trip(tmp_path):
     tokens = torch.tensor([vocab.encode(["good", "film", "bad"])])
     torch.testing.assert_close(loaded(tokens)[0], model(tokens)[0])
     assert loaded_vocab.tokens == vocab.tokens and loaded_config == config
+
+
+def test_results_file_round_trip_keeps_the_other_section(tmp_path):
+    from companion.models.sentiment import load_results, save_results
+
+    path = tmp_path / "results.json"
+    save_results("benchmark", {"torch": "x"}, [{"name": "course", "test_accuracy": 0.9}], path)
+    save_results("ablation", {"torch": "y"}, [{"label": "deeper", "test_accuracy": 0.8}], path)
+    results = load_results(path)
+    assert results["benchmark"]["rows"][0]["name"] == "course" and results["ablation"]["torch"] == "y"
+    import pytest
+
+    with pytest.raises(ValueError, match="section must be"):
+        save_results("other", {}, [], path)
+    with pytest.raises(FileNotFoundError, match="make bench-imdb"):
+        load_results(tmp_path / "none.json")
+
+
+def test_the_shipped_results_cover_every_config_and_ablation_row():
+    """Chapter 7 quotes these: every config and every ablation row of benchmarks/imdb.py, full runs."""
+    import importlib.util
+    from pathlib import Path
+
+    from companion.models.sentiment import RESULTS, load_results
+
+    spec = importlib.util.spec_from_file_location("bench", Path(__file__).parents[1] / "benchmarks" / "imdb.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = load_results(RESULTS)
+    assert [r["name"] for r in results["benchmark"]["rows"]] == bench.ALL
+    assert [r["label"] for r in results["ablation"]["rows"]] == list(bench.ABLATIONS)
+    assert [r["changes"] for r in results["ablation"]["rows"]] == list(bench.ABLATIONS.values())
+    for section in results.values():
+        assert section["quick"] is False
+        for row in section["rows"]:
+            assert 0.5 < row["test_accuracy"] < 1 and row["train_seconds"] > 0

@@ -1,10 +1,12 @@
 """Tokenisation, vocabulary, padding and the training loop (chapter 7)."""
 
+import math
+
 import pytest
 import torch
 
 from companion import TransformerClassifier, Vocab, pad_batch, tokenize
-from companion.models.training import accuracy_of, length_batches, predict, train_classifier
+from companion.models.training import accuracy_of, length_batches, loss_and_accuracy, predict, train_classifier
 
 
 def test_tokenize_keeps_words_apostrophes_and_marks():
@@ -66,3 +68,51 @@ def test_training_learns_a_toy_sentiment_task_and_keeps_the_best_epoch():
     probabilities = predict(model, texts[:5], max_len=16)
     assert probabilities.shape == (5, 2)
     torch.testing.assert_close(probabilities.sum(-1), torch.ones(5))
+
+
+def _toy_task(n=200, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    texts, labels = [], []
+    for _ in range(n):
+        y = int(torch.randint(0, 2, (1,), generator=g))
+        words = torch.randint(4, 30, (int(torch.randint(3, 12, (1,), generator=g)),), generator=g).tolist()
+        words.insert(int(torch.randint(0, len(words), (1,), generator=g)), 2 if y else 3)
+        texts.append(words)
+        labels.append(y)
+    return (texts[: n * 3 // 4], labels[: n * 3 // 4]), (texts[n * 3 // 4 :], labels[n * 3 // 4 :])
+
+
+def _train(eval_every):
+    train, val = _toy_task()
+    torch.manual_seed(0)
+    model = TransformerClassifier(30, 2, d_model=16, num_heads=2, dropout=0.1, pooling="mean")
+    history = train_classifier(model, train, val, epochs=2, batch_size=16, lr=1e-2, max_len=16, progress=False,
+                               eval_every=eval_every)
+    return model, history
+
+
+def test_the_finer_learning_curve_only_observes():
+    plain, plain_history = _train(None)
+    observed, history = _train(5)
+    assert plain_history.curve == [] and plain_history.val_accuracy == history.val_accuracy
+    for a, b in zip(plain.state_dict().values(), observed.state_dict().values()):
+        assert torch.equal(a, b)  # evaluating on the way changed nothing
+    steps = [point["step"] for point in history.curve]
+    assert steps == list(range(5, 20 + 1, 5))  # 150 reviews / 16 = 10 steps per epoch, 2 epochs
+    assert history.curve[-1]["epoch"] == 2.0
+    assert all(0 <= p["val_accuracy"] <= 1 and p["val_loss"] > 0 and p["train_loss"] > 0 for p in history.curve)
+    # the last point is measured after the last step, on the final weights (the best epoch's here or not)
+    assert history.curve[-1]["val_accuracy"] == history.val_accuracy[-1]
+    with pytest.raises(ValueError, match="eval_every must be a positive number of steps"):
+        train_classifier(observed, *_toy_task(), epochs=1, eval_every=0, progress=False)
+
+
+def test_loss_and_accuracy_by_hand():
+    class Fixed(torch.nn.Module):  # logits that give P(positive) = 0.8 for every review
+        def forward(self, tokens):
+            logits = torch.tensor([[0.0, math.log(4.0)]]).expand(len(tokens), 2)
+            return logits, None
+
+    loss, accuracy = loss_and_accuracy(Fixed(), ([[1, 2], [3]], [1, 0]), max_len=4)
+    assert accuracy == 0.5
+    assert abs(loss - (-(math.log(0.8) + math.log(0.2)) / 2)) < 1e-6

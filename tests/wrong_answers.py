@@ -1,129 +1,372 @@
-"""Typical wrong answers to each exercise; the checks must reject every one."""
+"""Plausible wrong answers to each exercise, written as a learner's exercise cell would be.
 
-import torch
+Every one must be rejected, the same way by the notebook's check and by the grader
+(tests/test_grading.py). Each entry: (a short name, the cell's code).
+"""
 
-
-# ch01-softargmax
-def softargmax_forgot_beta(scores, beta=1.0):
+WRONG = {
+    "ch01-softargmax": [
+        ("forgot beta", """
+def softargmax(scores, beta=1.0):
     e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
     return e / e.sum(dim=-1, keepdim=True)
-
-
-def softargmax_wrong_axis(scores, beta=1.0):
+"""),
+        ("normalises the first axis", """
+def softargmax(scores, beta=1.0):
     z = beta * scores
     e = torch.exp(z - z.max())
     return e / e.sum(dim=0, keepdim=True)
-
-
-def softargmax_overflows(scores, beta=1.0):
-    e = torch.exp(beta * scores)  # no shift by the maximum: exp(1000) = inf
+"""),
+        ("no shift: overflows", """
+def softargmax(scores, beta=1.0):
+    e = torch.exp(beta * scores)
     return e / e.sum(dim=-1, keepdim=True)
-
-
-def softargmax_is_hard(scores, beta=1.0):
-    return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).float()
-
-
-# ch01-hardargmax
-def hardargmax_returns_index(scores):
+"""),
+        ("hard, not soft", """
+def softargmax(scores, beta=1.0):
+    return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
+"""),
+        ("shifts by the max of the whole tensor", """
+def softargmax(scores, beta=1.0):
+    z = beta * scores
+    e = torch.exp(z - z.max())
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("shifts by the row minimum", """
+def softargmax(scores, beta=1.0):
+    z = beta * scores
+    e = torch.exp(z - z.min(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("modifies the scores in place", """
+def softargmax(scores, beta=1.0):
+    scores *= beta
+    scores -= scores.max(dim=-1, keepdim=True).values
+    e = scores.exp()
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("uses torch.softmax, which the statement forbids", """
+def softargmax(scores, beta=1.0):
+    return torch.softmax(beta * scores, dim=-1)
+"""),
+        ("returns float64", """
+def softargmax(scores, beta=1.0):
+    z = (beta * scores).double()
+    e = torch.exp(z - z.max(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("dim=1 (right only for 2-D input)", """
+def softargmax(scores, beta=1.0):
+    z = beta * scores
+    if z.dim() == 1:
+        z = z.unsqueeze(0)
+        squeeze = True
+    else:
+        squeeze = False
+    e = torch.exp(z - z.max(dim=1, keepdim=True).values)
+    out = e / e.sum(dim=1, keepdim=True)
+    return out.squeeze(0) if squeeze else out
+"""),
+        ("returns a NumPy array", """
+def softargmax(scores, beta=1.0):
+    z = beta * scores.numpy()
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+"""),
+        ("uses companion's own softargmax", """
+from companion import softargmax
+"""),
+    ],
+    "ch01-hardargmax": [
+        ("returns the index", """
+def hardargmax(scores):
     return scores.argmax(dim=-1)
-
-
-def hardargmax_all_ties(scores):
-    return (scores == scores.max(dim=-1, keepdim=True).values).float()
-
-
-def hardargmax_wrong_axis(scores):
+"""),
+        ("a 1 at every tied maximum", """
+def hardargmax(scores):
+    return (scores == scores.max(dim=-1, keepdim=True).values).to(scores.dtype)
+"""),
+        ("the first axis", """
+def hardargmax(scores):
     index = scores.argmax(dim=0, keepdim=True)
     return torch.zeros_like(scores).scatter(0, index, 1.0)
-
-
-# ch01-soft-lookup
-def lookup_forgot_beta(query, keys, values, beta=1.0):
+"""),
+        ("int64 from F.one_hot", """
+def hardargmax(scores):
+    return F.one_hot(scores.argmax(-1), scores.shape[-1])
+"""),
+        ("bool", """
+def hardargmax(scores):
+    return scores == scores.max(dim=-1, keepdim=True).values
+"""),
+        ("always float32", """
+def hardargmax(scores):
+    return F.one_hot(scores.argmax(-1), scores.shape[-1]).float()
+"""),
+        ("the last maximum on ties", """
+def hardargmax(scores):
+    n = scores.shape[-1]
+    index = n - 1 - scores.flip(-1).argmax(dim=-1, keepdim=True)
+    return torch.zeros_like(scores).scatter(-1, index, 1.0)
+"""),
+        ("writes into the scores", """
+def hardargmax(scores):
+    index = scores.argmax(dim=-1, keepdim=True)
+    return scores.zero_().scatter_(-1, index, 1.0)
+"""),
+        ("dim=1 (right only for 2-D input)", """
+def hardargmax(scores):
+    if scores.dim() == 1:
+        return hardargmax(scores.unsqueeze(0)).squeeze(0)
+    index = scores.argmax(dim=1, keepdim=True)
+    return torch.zeros_like(scores).scatter(1, index, 1.0)
+"""),
+        ("a list", """
+def hardargmax(scores):
+    i = int(scores.argmax())
+    return [1.0 if j == i else 0.0 for j in range(len(scores))]
+"""),
+    ],
+    "ch01-soft-lookup": [
+        ("forgot beta", """
+def soft_lookup(query, keys, values, beta=1.0):
     return torch.softmax(keys @ query, -1) @ values
-
-
-def lookup_not_normalised(query, keys, values, beta=1.0):
+"""),
+        ("not normalised", """
+def soft_lookup(query, keys, values, beta=1.0):
     return torch.exp(beta * (keys @ query)) @ values
-
-
-def lookup_blends_keys(query, keys, values, beta=1.0):
+"""),
+        ("blends the keys", """
+def soft_lookup(query, keys, values, beta=1.0):
     return torch.softmax(beta * (keys @ query), -1) @ keys
-
-
-def lookup_hard(query, keys, values, beta=1.0):
+"""),
+        ("hard lookup", """
+def soft_lookup(query, keys, values, beta=1.0):
     return values[(keys @ query).argmax()]
-
-
-# ch01-self-attention
-def self_attention_columns(X, beta=1.0):
-    return torch.softmax(beta * (X @ X.T), dim=0) @ X  # normalises keys, not queries
-
-
-def self_attention_forgot_beta(X, beta=1.0):
+"""),
+        ("hand-written exp without a shift", """
+def soft_lookup(query, keys, values, beta=1.0):
+    e = torch.exp(beta * (keys @ query))
+    return (e / e.sum()) @ values
+"""),
+        ("returns the weights", """
+def soft_lookup(query, keys, values, beta=1.0):
+    return torch.softmax(beta * (keys @ query), -1)
+"""),
+        ("1/sqrt(d) instead of beta", """
+def soft_lookup(query, keys, values, beta=1.0):
+    return torch.softmax(keys @ query / math.sqrt(len(query)), -1) @ values
+"""),
+        ("scales the query in place", """
+def soft_lookup(query, keys, values, beta=1.0):
+    query *= beta
+    return torch.softmax(keys @ query, -1) @ values
+"""),
+        ("sums the values", """
+def soft_lookup(query, keys, values, beta=1.0):
+    return values.sum(dim=0)
+"""),
+        ("keys.T @ query (a shape error)", """
+def soft_lookup(query, keys, values, beta=1.0):
+    return torch.softmax(beta * (keys.T @ query), -1) @ values
+"""),
+    ],
+    "ch01-self-attention": [
+        ("normalises the columns", """
+def self_attention(X, beta=1.0):
+    return torch.softmax(beta * (X @ X.T), dim=0) @ X
+"""),
+        ("forgot beta", """
+def self_attention(X, beta=1.0):
     return torch.softmax(X @ X.T, dim=-1) @ X
-
-
-def self_attention_returns_weights(X, beta=1.0):
+"""),
+        ("returns the weights", """
+def self_attention(X, beta=1.0):
     return torch.softmax(beta * (X @ X.T), dim=-1)
-
-
-def self_attention_unnormalised(X, beta=1.0):
+"""),
+        ("not normalised", """
+def self_attention(X, beta=1.0):
     return torch.exp(beta * (X @ X.T)) @ X
-
-
-# ch07-masked-mean
-def mean_includes_padding(x, keep):
-    return x.mean(dim=1)
-
-
-def mean_divides_by_length(x, keep):
-    return (x * keep.unsqueeze(-1)).sum(dim=1) / x.shape[1]
-
-
-def mean_not_divided(x, keep):
-    return (x * keep.unsqueeze(-1)).sum(dim=1)
-
-
-# ch07-collate
-def _pad(sequences, t, pad_id):
-    tokens = torch.full((len(sequences), t), pad_id, dtype=torch.long)
+"""),
+        ("hand-written exp without a shift", """
+def self_attention(X, beta=1.0):
+    e = torch.exp(beta * (X @ X.T))
+    return (e / e.sum(dim=-1, keepdim=True)) @ X
+"""),
+        ("X^T X instead of X X^T", """
+def self_attention(X, beta=1.0):
+    return X @ torch.softmax(beta * (X.T @ X), dim=-1)
+"""),
+        ("scales X in place", """
+def self_attention(X, beta=1.0):
+    A = torch.softmax(beta * (X @ X.T), dim=-1)
+    X *= 1.0
+    X.copy_(A @ X)
+    return X
+"""),
+        ("returns H transposed", """
+def self_attention(X, beta=1.0):
+    return (torch.softmax(beta * (X @ X.T), dim=-1) @ X).T
+"""),
+        ("divides by sqrt(d) as well", """
+def self_attention(X, beta=1.0):
+    A = torch.softmax(beta * (X @ X.T) / math.sqrt(X.shape[-1]), dim=-1)
+    return A @ X
+"""),
+        ("float64 result", """
+def self_attention(X, beta=1.0):
+    X64 = X.double()
+    return torch.softmax(beta * (X64 @ X64.T), dim=-1) @ X64
+"""),
+    ],
+    "ch07-collate": [
+        ("pads to max_len", """
+def collate(sequences, max_len, pad_id=0):
+    tokens = torch.full((len(sequences), max_len), pad_id, dtype=torch.long)
     for i, seq in enumerate(sequences):
-        tokens[i, : len(seq)] = torch.tensor(seq[:t])
-    return tokens
-
-
-def collate_pads_to_max_len(sequences, max_len, pad_id=0):
-    tokens = _pad(sequences, max_len, pad_id)
+        seq = seq[:max_len]
+        tokens[i, :len(seq)] = torch.tensor(seq)
     return tokens, tokens != pad_id
-
-
-def collate_forgets_to_truncate(sequences, max_len, pad_id=0):
+"""),
+        ("forgets to truncate", """
+def collate(sequences, max_len, pad_id=0):
     t = max(len(s) for s in sequences)
-    keep = torch.arange(t) < torch.tensor([len(s) for s in sequences]).unsqueeze(1)
-    return _pad(sequences, t, pad_id), keep
-
-
-def collate_inverted_mask(sequences, max_len, pad_id=0):
+    tokens = torch.full((len(sequences), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(sequences), t, dtype=torch.bool)
+    for i, seq in enumerate(sequences):
+        tokens[i, :len(seq)] = torch.tensor(seq)
+        keep[i, :len(seq)] = True
+    return tokens, keep
+"""),
+        ("inverted mask", """
+def collate(sequences, max_len, pad_id=0):
     cut = [s[:max_len] for s in sequences]
     t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    for i, seq in enumerate(cut):
+        tokens[i, :len(seq)] = torch.tensor(seq)
     keep = torch.arange(t) < torch.tensor([len(s) for s in cut]).unsqueeze(1)
-    return _pad(cut, t, pad_id), ~keep  # True at padding, PyTorch's key_padding_mask convention
-
-
-def collate_ignores_pad_id(sequences, max_len, pad_id=0):
+    return tokens, ~keep
+"""),
+        ("ignores pad_id", """
+def collate(sequences, max_len, pad_id=0):
     cut = [s[:max_len] for s in sequences]
     t = max(len(s) for s in cut)
+    tokens = torch.zeros(len(cut), t, dtype=torch.long)
+    for i, seq in enumerate(cut):
+        tokens[i, :len(seq)] = torch.tensor(seq)
     keep = torch.arange(t) < torch.tensor([len(s) for s in cut]).unsqueeze(1)
-    return _pad(cut, t, 0), keep
-
-
-WRONG = {
-    "ch01-softargmax": [softargmax_forgot_beta, softargmax_wrong_axis, softargmax_overflows, softargmax_is_hard],
-    "ch01-hardargmax": [hardargmax_returns_index, hardargmax_all_ties, hardargmax_wrong_axis],
-    "ch01-soft-lookup": [lookup_forgot_beta, lookup_not_normalised, lookup_blends_keys, lookup_hard],
-    "ch01-self-attention": [self_attention_columns, self_attention_forgot_beta, self_attention_returns_weights,
-                            self_attention_unnormalised],
-    "ch07-masked-mean": [mean_includes_padding, mean_divides_by_length, mean_not_divided],
-    "ch07-collate": [collate_pads_to_max_len, collate_forgets_to_truncate, collate_inverted_mask, collate_ignores_pad_id],
+    return tokens, keep
+"""),
+        ("keep = tokens != pad_id", """
+def collate(sequences, max_len, pad_id=0):
+    cut = [s[:max_len] for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    for i, seq in enumerate(cut):
+        tokens[i, :len(seq)] = torch.tensor(seq)
+    return tokens, tokens != pad_id
+"""),
+        ("returns (keep, tokens)", """
+def collate(sequences, max_len, pad_id=0):
+    cut = [s[:max_len] for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    for i, seq in enumerate(cut):
+        tokens[i, :len(seq)] = torch.tensor(seq)
+    keep = torch.arange(t) < torch.tensor([len(s) for s in cut]).unsqueeze(1)
+    return keep, tokens
+"""),
+        ("pads the caller's lists in place", """
+def collate(sequences, max_len, pad_id=0):
+    t = min(max(len(s) for s in sequences), max_len)
+    lengths = [min(len(s), max_len) for s in sequences]
+    for s in sequences:
+        del s[max_len:]
+        s.extend([pad_id] * (t - len(s)))
+    keep = torch.arange(t) < torch.tensor(lengths).unsqueeze(1)
+    return torch.tensor(sequences), keep
+"""),
+        ("float tokens", """
+def collate(sequences, max_len, pad_id=0):
+    cut = [s[:max_len] for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), float(pad_id))
+    keep = torch.zeros(len(cut), t, dtype=torch.bool)
+    for i, seq in enumerate(cut):
+        tokens[i, :len(seq)] = torch.tensor(seq, dtype=torch.float)
+        keep[i, :len(seq)] = True
+    return tokens, keep
+"""),
+        ("keeps the last max_len ids", """
+def collate(sequences, max_len, pad_id=0):
+    cut = [s[-max_len:] for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(cut), t, dtype=torch.bool)
+    for i, seq in enumerate(cut):
+        tokens[i, :len(seq)] = torch.tensor(seq)
+        keep[i, :len(seq)] = True
+    return tokens, keep
+"""),
+        ("int mask", """
+def collate(sequences, max_len, pad_id=0):
+    cut = [s[:max_len] for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(cut), t, dtype=torch.long)
+    for i, seq in enumerate(cut):
+        tokens[i, :len(seq)] = torch.tensor(seq)
+        keep[i, :len(seq)] = 1
+    return tokens, keep
+"""),
+    ],
+    "ch07-masked-mean": [
+        ("includes the padding", """
+def masked_mean(x, keep):
+    return x.mean(dim=1)
+"""),
+        ("divides by the padded length", """
+def masked_mean(x, keep):
+    return (x * keep.unsqueeze(-1)).sum(dim=1) / x.shape[1]
+"""),
+        ("not divided", """
+def masked_mean(x, keep):
+    return (x * keep.unsqueeze(-1)).sum(dim=1)
+"""),
+        ("zeroes the padding in place", """
+def masked_mean(x, keep):
+    x[~keep] = 0
+    return x.sum(dim=1) / keep.sum(dim=1, keepdim=True)
+"""),
+        ("assumes the real tokens come first", """
+def masked_mean(x, keep):
+    n = keep.sum(dim=1)
+    return torch.stack([x[i, :int(k)].mean(dim=0) for i, k in enumerate(n)])
+"""),
+        ("float32 result", """
+def masked_mean(x, keep):
+    w = keep.unsqueeze(-1).float()
+    return (x.float() * w).sum(dim=1) / w.sum(dim=1)
+"""),
+        ("divides by the whole batch's count", """
+def masked_mean(x, keep):
+    w = keep.unsqueeze(-1).to(x.dtype)
+    return (x * w).sum(dim=1) / keep.sum() * len(keep)
+"""),
+        ("mask without unsqueeze (a shape error)", """
+def masked_mean(x, keep):
+    return (x * keep).sum(dim=1) / keep.sum(dim=1)
+"""),
+        ("multiplies x in place", """
+def masked_mean(x, keep):
+    x *= keep.unsqueeze(-1)
+    return x.sum(dim=1) / keep.sum(dim=1, keepdim=True)
+"""),
+        ("mean over the feature axis", """
+def masked_mean(x, keep):
+    w = keep.unsqueeze(-1).to(x.dtype)
+    return (x * w).mean(dim=2)
+"""),
+    ],
 }

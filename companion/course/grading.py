@@ -2,177 +2,256 @@
 
 In a notebook, right after an exercise cell::
 
-    from companion.course.grading import check
-    check("ch01-softargmax", softargmax)     # prints a pass mark, or the first failing case
+    from companion.course import check
+    check("ch01-softargmax", softargmax)     # prints PASSED, or the first failing case
 
 For a folder of learner notebooks (no Jupyter server needed)::
 
-    python -m companion.course.grading chapters/            # a table, the score; exit 1 if any fail
-    python -m companion.course.grading chapters/ --json     # the same as JSON, for autograders
+    python -m companion.course.grading chapters/         # a table and the score
+    python -m companion.course.grading chapters/ --json  # the same as JSON, for autograders
 
-Each exercise cell (tagged ``exercise``, its id in the cell metadata ``exercise_id``) runs
-in its own Python process with a time limit, so code that raises, prints, loops forever or
-crashes is reported as a failure of that exercise and never stops the grader. The cell runs
-on its own, after the imports in ``PRELUDE`` (``math``, ``np``, ``torch``, ``F``, ``nn``).
+Exit status: 0 every exercise passed, 1 some did not, 2 the grader could not run (no such
+folder, no notebooks in it).
+
+Both apply the same rule (:mod:`companion.course.answer`): an exercise cell runs after
+``math, np, torch, F, nn`` and the learner's earlier exercise cells of the same chapter.
+In the notebook, ``check`` re-runs the cells that defined the functions (IPython keeps their
+code); the grader reads them from the ``.ipynb`` files. The grader runs each exercise in its
+own Python process with a time limit, and takes its result only from a pipe that the learner's
+code is not given, tagged with a per-run secret, and only if every check ran. In-process
+checks cannot stop code that deliberately reads the grader's memory: isolate untrusted
+submissions (a container per submission).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
+import linecache
 import os
+import secrets
 import subprocess
 import sys
+import textwrap
+import inspect
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .exercises import EXERCISES, Exercise, Mismatch
+from .answer import NOT_IMPLEMENTED, RULE, Result, evaluate
+from .exercises import EXERCISES, earlier_in_chapter
 
-__all__ = ["Result", "check", "run_checks", "find_exercise_cells", "grade_folder", "main"]
+__all__ = ["Result", "check", "find_exercise_cells", "grade_folder", "Report", "main", "NOT_IMPLEMENTED", "RULE"]
 
-NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` with your code"
+EXIT_PASSED, EXIT_FAILED, EXIT_GRADER_ERROR = 0, 1, 2
 
-# Exercise cells are graded on their own, not after the rest of the notebook (which may train
-# for minutes); they may rely on these imports, which every chapter makes in its first cells.
-PRELUDE = "import math\nimport numpy as np\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+
+# --- the notebook side ---------------------------------------------------------------------
+
+
+def _cell_source(fn) -> str | None:
+    """The code of the notebook cell that defined ``fn`` (IPython keeps it in ``linecache``).
+
+    Outside IPython (a function from a ``.py`` file) it is the function's own source.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    if not os.path.exists(code.co_filename):  # an IPython cell: its whole code
+        lines = linecache.getlines(code.co_filename)
+        return "".join(lines) or None
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+
+
+def check(exercise_id: str, fn) -> Result:
+    """Check the learner's ``fn`` for ``exercise_id`` and print the verdict (the notebook's feedback).
+
+    Applies the same rule as the grader: the cell that defined ``fn`` is run again after the
+    exercise imports and the cells of the chapter's earlier exercises, so that a name the grader
+    would not see fails here too.
+    """
+    if exercise_id not in EXERCISES:
+        raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")
+    exercise = EXERCISES[exercise_id]
+    if not callable(fn):
+        result = Result(exercise_id, False, f"expected the function {exercise.function}, got {type(fn).__name__}")
+    elif (source := _cell_source(fn)) is None:
+        result = Result(exercise_id, False, f"could not read the code of {exercise.function}(): define it with "
+                        "`def` in the exercise cell and run that cell")
+    else:
+        namespace = getattr(fn, "__globals__", {})
+        earlier = [_cell_source(namespace[ex.function]) for ex in earlier_in_chapter(exercise_id)
+                   if callable(namespace.get(ex.function))]
+        result = evaluate(exercise, source, [s for s in earlier if s])
+    print(f"{'PASSED' if result.passed else 'NOT YET'} {exercise_id}: {result.message}")
+    return result
+
+
+# --- reading a folder of notebooks ---------------------------------------------------------
 
 
 @dataclass
-class Result:
-    """The outcome of one exercise."""
+class Cell:
+    """An exercise cell found in a notebook: where, and its code."""
 
-    exercise: str
-    passed: bool
-    message: str
+    path: Path
+    index: int  # the cell's position in the notebook (0-based)
+    source: str
+    earlier: list[str] = field(default_factory=list)  # the chapter's earlier exercise cells, in order
 
-
-def run_checks(exercise: Exercise, fn) -> Result:
-    """Run every check of ``exercise`` on the learner's ``fn``; stop at the first failure."""
-    if not callable(fn):
-        return Result(exercise.id, False, f"expected a function named {exercise.function}, got {type(fn).__name__}")
-    for check_case in exercise.checks:
-        try:
-            check_case(fn)
-        except NotImplementedError:
-            return Result(exercise.id, False, NOT_IMPLEMENTED)
-        except Mismatch as wrong:
-            return Result(exercise.id, False, str(wrong))
-        except Exception as error:  # the learner's code raised: report it, do not crash
-            return Result(exercise.id, False, f"your function raised {type(error).__name__}: {error}")
-    return Result(exercise.id, True, f"all {len(exercise.checks)} checks passed")
+    def where(self, folder: Path) -> str:
+        return f"{self.path.relative_to(folder)} (cell {self.index + 1})"
 
 
-def check(exercise_id: str, fn) -> None:
-    """Check the learner's ``fn`` for ``exercise_id`` and print the verdict (the notebook's feedback)."""
-    if exercise_id not in EXERCISES:
-        raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")
-    result = run_checks(EXERCISES[exercise_id], fn)
-    print(f"{'PASSED' if result.passed else 'NOT YET'} {exercise_id}: {result.message}")
+@dataclass
+class Report:
+    """One result per known exercise, and the files that could not be read."""
+
+    results: list[Result]
+    problems: dict[str, str] = field(default_factory=dict)  # file -> what was wrong with it
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
 
 
-def find_exercise_cells(folder: str | os.PathLike) -> dict[str, list[str]]:
-    """``{exercise_id: [cell sources]}`` for every cell tagged ``exercise`` under ``folder``."""
-    found: dict[str, list[str]] = {}
-    for path in sorted(Path(folder).rglob("*.ipynb")):
+def _source(cell: dict) -> str:
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def find_exercise_cells(folder: str | os.PathLike) -> tuple[dict[str, list[Cell]], dict[str, str]]:
+    """``({exercise_id: [cells]}, {unreadable file: why})`` for the notebooks under ``folder``."""
+    folder = Path(folder)
+    found: dict[str, list[Cell]] = {}
+    problems: dict[str, str] = {}
+    for path in sorted(folder.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in path.parts:
             continue
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        for cell in notebook.get("cells", []):
-            metadata = cell.get("metadata", {})
-            if cell.get("cell_type") == "code" and "exercise" in metadata.get("tags", []):
-                source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-                found.setdefault(metadata.get("exercise_id", f"<no exercise_id in {path.name}>"), []).append(source)
-    return found
+        try:
+            notebook = json.loads(path.read_text(encoding="utf-8"))
+            cells = notebook["cells"]
+            tagged = [(i, c) for i, c in enumerate(cells) if c.get("cell_type") == "code"
+                      and "exercise" in c.get("metadata", {}).get("tags", [])]
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+            problems[str(path.relative_to(folder))] = f"not a readable notebook ({type(error).__name__}: {error})"
+            continue
+        by_chapter: dict[str, list[str]] = {}
+        for index, cell in tagged:
+            exercise_id = cell["metadata"].get("exercise_id", f"<no exercise_id in {path.name}>")
+            chapter = exercise_id.split("-", 1)[0]
+            source = _source(cell)
+            found.setdefault(exercise_id, []).append(Cell(path, index, source, list(by_chapter.get(chapter, []))))
+            by_chapter.setdefault(chapter, []).append(source)
+    return found, problems
 
 
-def _grade_source(exercise: Exercise, source: str, timeout: float) -> Result:
-    """Run one exercise cell and its checks in a fresh Python process."""
+# --- grading one exercise in its own process ------------------------------------------------
+
+
+def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
+    """Run one exercise cell and its checks in a fresh Python process; read the result from a pipe."""
+    secret = secrets.token_hex(16)
+    read_end, write_end = os.pipe()
+    request = {"exercise": exercise_id, "source": cell.source, "earlier": cell.earlier, "secret": secret,
+               "fd": write_end}
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "companion.course.grading", "--worker"],
-            input=json.dumps({"exercise": exercise.id, "source": source}),
-            capture_output=True, text=True, timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        return Result(exercise.id, False, f"timed out after {timeout:g} s (an endless loop?)")
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return Result(exercise.id, False, f"the code stopped the Python process (exit {done.returncode}): {' | '.join(tail)}")
-    return Result(**json.loads(lines[-1]))
-
-
-def grade_folder(folder: str | os.PathLike, timeout: float = 60.0) -> list[Result]:
-    """Grade every known exercise against the notebooks under ``folder``; one result each."""
-    if not Path(folder).is_dir():
-        raise FileNotFoundError(f"no folder {folder!s}; pass the folder that holds the chapter notebooks")
-    cells = find_exercise_cells(folder)
-
-    def grade(exercise: Exercise) -> Result:
-        sources = cells.get(exercise.id, [])
-        if not sources:
-            return Result(exercise.id, False, f"no code cell tagged 'exercise' with exercise_id {exercise.id!r} under {folder}")
-        if len(sources) > 1:
-            return Result(exercise.id, False, f"{len(sources)} cells claim exercise_id {exercise.id!r}; keep one")
-        return _grade_source(exercise, sources[0], timeout)
-
-    # each exercise is its own process, so they can run side by side
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return list(pool.map(grade, EXERCISES.values()))
+        process = subprocess.Popen([sys.executable, "-c", "from companion.course.grading import _worker; _worker()"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   pass_fds=(write_end,), text=True)
+    finally:
+        os.close(write_end)
+    with os.fdopen(read_end, "r", encoding="utf-8") as channel:
+        try:
+            _, stderr = process.communicate(json.dumps(request), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return Result(exercise_id, False, f"timed out after {timeout:g} s (an endless loop?)")
+        reply = channel.read()
+    exercise = EXERCISES[exercise_id]
+    try:
+        message = json.loads(reply)
+        assert message.pop("secret") == secret
+        result = Result(**message)
+    except Exception:  # nothing, or something else than the worker's reply
+        tail = " | ".join(stderr.strip().splitlines()[-2:]) or "no message"
+        return Result(exercise_id, False, f"the code stopped the grader's Python process before the checks "
+                      f"finished (exit {process.returncode}: {tail})")
+    if result.passed and (result.checks_run != len(exercise.checks) or process.returncode != 0):
+        return Result(exercise_id, False, f"the checks did not all run ({result.checks_run} of "
+                      f"{len(exercise.checks)}, exit {process.returncode}): not graded as passed")
+    return result
 
 
 def _worker() -> None:
-    """Child process: run one exercise cell, then its checks; print the Result as JSON."""
+    """Child process: read the request, keep the channel, then run the learner's cell and the checks."""
     request = json.loads(sys.stdin.read())
+    secret, channel = request.pop("secret"), os.fdopen(request.pop("fd"), "w", encoding="utf-8")
     exercise = EXERCISES[request["exercise"]]
-    source = request["source"]
-    try:  # notebook cells may hold IPython syntax (%magics); turn it into plain Python
-        from IPython.core.inputtransformer2 import TransformerManager
+    result = evaluate(exercise, request["source"], request["earlier"])
+    channel.write(json.dumps({**asdict(result), "secret": secret}))
+    channel.close()
 
-        source = TransformerManager().transform_cell(source)
-    except ImportError:
-        pass
-    namespace: dict = {"__name__": "__exercise__"}
-    exec(PRELUDE, namespace)
-    learner_output = io.StringIO()  # whatever the learner prints must not garble our JSON
-    with contextlib.redirect_stdout(learner_output), contextlib.redirect_stderr(learner_output):
-        try:
-            exec(compile(source, f"<exercise {exercise.id}>", "exec"), namespace)
-        except Exception as error:
-            result = Result(exercise.id, False, f"the cell raised {type(error).__name__}: {error}")
-        else:
-            if exercise.function not in namespace:
-                result = Result(exercise.id, False, f"the cell does not define {exercise.function}()")
-            else:
-                result = run_checks(exercise, namespace[exercise.function])
-    print(json.dumps(asdict(result)))
+
+def grade_folder(folder: str | os.PathLike, timeout: float = 60.0) -> Report:
+    """Grade every known exercise against the notebooks under ``folder``.
+
+    Raises:
+        FileNotFoundError: ``folder`` is not a folder, or holds no notebook.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no folder {folder!s}; pass the folder that holds the chapter notebooks")
+    if not any(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
+        raise FileNotFoundError(f"no notebooks found under {folder!s} (no .ipynb files)")
+    cells, problems = find_exercise_cells(folder)
+    unreadable = f" ({', '.join(problems)} could not be read)" if problems else ""
+
+    def grade(exercise_id: str) -> Result:
+        found = cells.get(exercise_id, [])
+        if not found:
+            return Result(exercise_id, False, f"no code cell tagged 'exercise' with exercise_id "
+                          f"{exercise_id!r} under {folder}{unreadable}")
+        if len(found) > 1:
+            where = " and ".join(c.where(folder) for c in found)
+            return Result(exercise_id, False, f"{len(found)} cells claim exercise_id {exercise_id!r}: {where}; "
+                          "keep one (delete the copy)")
+        return _grade_cell(exercise_id, found[0], timeout)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one process per exercise
+        results = list(pool.map(grade, EXERCISES))
+    return Report(results, problems)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m companion.course.grading", description="Grade the course's exercises.")
+    parser = argparse.ArgumentParser(prog="python -m companion.course.grading",
+                                     description="Grade the course's exercises in a folder of notebooks.")
     parser.add_argument("folder", nargs="?", help="folder holding the learner's chapter notebooks")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per exercise (default 60)")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:
-        _worker()
-        return 0
     if args.folder is None:
         parser.error("give the folder that holds the chapter notebooks, e.g. chapters/")
-    results = grade_folder(args.folder, timeout=args.timeout)
-    passed = sum(r.passed for r in results)
+    try:
+        report = grade_folder(args.folder, timeout=args.timeout)
+    except FileNotFoundError as error:
+        print(f"grader error: {error}", file=sys.stderr)
+        return EXIT_GRADER_ERROR
+    results = report.results
     if args.json:
-        print(json.dumps({"score": passed, "max_score": len(results), "results": [asdict(r) for r in results]}, indent=2))
+        print(json.dumps({"score": report.passed, "max_score": len(results), "problems": report.problems,
+                          "results": [asdict(r) for r in results]}, indent=2))
     else:
         width = max(len(r.exercise) for r in results)
         for r in results:
             print(f"{r.exercise:<{width}}  {'passed' if r.passed else 'FAILED'}  {r.message}")
-        print(f"\nscore: {passed}/{len(results)}")
-    return 0 if passed == len(results) else 1
+        for path, why in report.problems.items():
+            print(f"\n{path}: {why}")
+        print(f"\nscore: {report.passed}/{len(results)}")
+    return EXIT_PASSED if report.passed == len(results) else EXIT_FAILED
 
 
 if __name__ == "__main__":

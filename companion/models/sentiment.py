@@ -18,7 +18,12 @@ from ..data.ngrams import count_bigrams
 from ..data.text import Vocab, tokenize
 from .training import History, train_classifier
 
-__all__ = ["CONFIGS", "split_imdb", "build_classifier", "train_config", "save_classifier", "load_classifier"]
+__all__ = ["CONFIGS", "split_imdb", "build_classifier", "train_config", "save_classifier", "load_classifier",
+           "RESULTS", "load_results", "save_results"]
+
+# What benchmarks/imdb.py measured (make bench-imdb, make bench-ablation): it writes this file and
+# chapter 7 reads it, so the chapter's numbers are the benchmark's. Shipped with the package.
+RESULTS = Path(__file__).with_name("sentiment_results.json")
 
 # Model sizes and training settings. "vocab" counts <pad> and <unk>; "bigrams" is the most
 # word pairs (seen at least twice in training) that get their own embedding, 0 for none.
@@ -101,8 +106,11 @@ def build_classifier(config: dict, vocab: Vocab, bigram_keys: torch.Tensor | Non
 
 
 def train_config(config: dict, split: dict, *, epochs: int | None = None, device: torch.device | str = "cpu",
-                 seed: int = 0, progress: bool = True) -> tuple[TransformerClassifier, Vocab, History]:
+                 seed: int = 0, progress: bool = True,
+                 eval_every: int | None = None) -> tuple[TransformerClassifier, Vocab, History]:
     """Build the vocabulary (and bigram table) from the training reviews, then build and train the model (chapter 7).
+
+    ``eval_every`` (steps) records a finer learning curve without changing the training.
 
     Returns:
         ``(model, vocab, history)``; the model holds its best-validation weights.
@@ -118,7 +126,7 @@ def train_config(config: dict, split: dict, *, epochs: int | None = None, device
                                batch_size=config["batch_size"], lr=config["lr"], weight_decay=config["weight_decay"],
                                warmup_fraction=config["warmup"], schedule=config["schedule"],
                                max_len=config["max_len"], truncate=config["truncate"], device=device, seed=seed,
-                               progress=progress)
+                               progress=progress, eval_every=eval_every)
     return model, vocab, history
 
 
@@ -138,3 +146,30 @@ def load_classifier(path: str | os.PathLike, device: torch.device | str = "cpu")
     model = build_classifier(config, vocab, saved["state_dict"].get("bigrams.keys")).to(device)
     model.load_state_dict(saved["state_dict"])
     return model.eval(), vocab, config
+
+
+def load_results(path: str | os.PathLike = RESULTS) -> dict:
+    """The measured benchmark results (chapter 7): ``{"benchmark": {...}, "ablation": {...}}``.
+
+    Each section holds where it was measured (``torch``, ``machine``, ``threads``, ``date``) and
+    its ``rows``: for ``benchmark`` one per config (``name``, ``params``, ``train_seconds``,
+    ``epoch_seconds``, ``val_accuracy``, ``test_accuracy``, ``peak_mib``); for ``ablation`` one per
+    change to the course model (``label``, ``changes`` and the same measurements).
+
+    Raises:
+        FileNotFoundError: no results yet; ``make bench-imdb`` and ``make bench-ablation`` write them.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no benchmark results at {path}; run make bench-imdb and make bench-ablation")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def save_results(section: str, about: dict, rows: list[dict], path: str | os.PathLike = RESULTS) -> None:
+    """Write one section (``"benchmark"`` or ``"ablation"``) of the results file, keeping the other."""
+    if section not in ("benchmark", "ablation"):
+        raise ValueError(f"section must be 'benchmark' or 'ablation', got {section!r}")
+    path = Path(path)
+    results = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    results[section] = {**about, "rows": rows}
+    path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")

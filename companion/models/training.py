@@ -15,17 +15,22 @@ from tqdm import tqdm
 
 from ..data.text import pad_batch
 
-__all__ = ["History", "length_batches", "train_classifier", "predict", "accuracy_of"]
+__all__ = ["History", "length_batches", "train_classifier", "predict", "accuracy_of", "loss_and_accuracy"]
 
 
 @dataclass
 class History:
-    """What :func:`train_classifier` measured, per epoch."""
+    """What :func:`train_classifier` measured: per epoch, and (with ``eval_every``) within epochs.
+
+    ``curve`` holds one dict per evaluation: ``step``, ``epoch`` (fractional), ``train_loss``
+    (the mean over the steps since the last evaluation), ``val_loss`` and ``val_accuracy``.
+    """
 
     train_loss: list[float] = field(default_factory=list)
     val_accuracy: list[float] = field(default_factory=list)
     epoch_seconds: list[float] = field(default_factory=list)
     best_epoch: int = -1
+    curve: list[dict] = field(default_factory=list)
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, generator: torch.Generator | None = None):
@@ -53,12 +58,14 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
                      lr: float = 1e-3, weight_decay: float = 0.0, warmup_fraction: float = 0.0,
                      schedule: str = "constant", max_len: int = 256, truncate: str = "head", clip: float = 1.0,
                      device: torch.device | str = "cpu", seed: int = 0, progress: bool = True,
-                     max_steps: int | None = None) -> History:
+                     max_steps: int | None = None, eval_every: int | None = None) -> History:
     """Train ``model`` (tokens -> ``(logits, weights)``) with AdamW and cross-entropy (chapter 7).
 
     ``train`` and ``val`` are ``(token id lists, labels)``. After every epoch the validation
     accuracy is measured; at the end the model holds the weights of its best epoch (early
-    stopping chosen on validation data, never on test data).
+    stopping chosen on validation data, never on test data). With ``eval_every``, validation
+    loss and accuracy are also measured every ``eval_every`` steps, for a finer learning curve
+    (``History.curve``); that only observes: the training itself is unchanged.
 
     Returns:
         the :class:`History` of losses, validation accuracies and epoch times.
@@ -75,6 +82,9 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
     total = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
     warmup = int(warmup_fraction * total)
     history, best_state, step = History(), None, 0
+    if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
+        raise ValueError(f"eval_every must be a positive number of steps or None, got {eval_every!r}")
+    since_eval: list[float] = []
     for epoch in range(epochs):
         model.train()
         start, losses = time.perf_counter(), []
@@ -94,7 +104,16 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
             nn.utils.clip_grad_norm_(model.parameters(), clip)
             optimizer.step()
             losses.append(loss.item())
+            since_eval.append(losses[-1])
             step += 1
+            if eval_every and step % eval_every == 0:
+                val_loss, val_accuracy = loss_and_accuracy(model, val, batch_size=128, max_len=max_len,
+                                                           truncate=truncate, device=device)
+                history.curve.append(dict(step=step, epoch=step / steps_per_epoch, val_loss=val_loss,
+                                          val_accuracy=val_accuracy,
+                                          train_loss=sum(since_eval) / len(since_eval)))
+                since_eval = []
+                model.train()
             bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}", refresh=False)  # redraw on mininterval only
         history.epoch_seconds.append(time.perf_counter() - start)
         history.train_loss.append(sum(losses) / max(1, len(losses)))
@@ -125,6 +144,15 @@ def predict(model: nn.Module, texts: Sequence[Sequence[int]], *, batch_size: int
         for i, p in zip(index, torch.softmax(logits.float(), dim=-1).cpu()):
             out[i] = p
     return torch.stack(out)
+
+
+def loss_and_accuracy(model, data, **kwargs) -> tuple[float, float]:
+    """Mean cross-entropy (nats) and accuracy on ``(token id lists, labels)`` (chapter 7)."""
+    texts, labels = data
+    probabilities = predict(model, texts, **kwargs)
+    target = torch.tensor(labels)
+    picked = probabilities[torch.arange(len(target)), target].clamp_min(1e-12)
+    return -picked.log().mean().item(), (probabilities.argmax(dim=-1) == target).float().mean().item()
 
 
 def accuracy_of(model, data, **kwargs) -> float:

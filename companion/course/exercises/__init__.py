@@ -2,15 +2,23 @@
 
 An exercise is a function the learner writes in a chapter notebook (a code cell tagged
 ``exercise`` whose metadata holds ``exercise_id``). The same checks give feedback in the
-notebook (:func:`companion.course.grading.check`) and grade a folder of notebooks
-(``python -m companion.course.grading``).
+notebook (:func:`companion.course.check`) and grade a folder of notebooks
+(``python -m companion.course.grading``), under one rule (:mod:`companion.course.answer`).
+``EXERCISES`` lists them in the order the chapters ask them.
 """
 
 from __future__ import annotations
 
-from ._core import Exercise, Mismatch, expect_close, expect_equal
+from ._core import Exercise, Mismatch, call, expect_close, expect_equal
 from . import ch01, ch07
 
-__all__ = ["EXERCISES", "Exercise", "Mismatch", "expect_close", "expect_equal"]
+__all__ = ["EXERCISES", "Exercise", "Mismatch", "call", "expect_close", "expect_equal"]
 
 EXERCISES: dict[str, Exercise] = {ex.id: ex for ex in (*ch01.EXERCISES, *ch07.EXERCISES)}
+
+
+def earlier_in_chapter(exercise_id: str) -> list[Exercise]:
+    """The exercises of the same chapter asked before ``exercise_id``, in order."""
+    chapter = EXERCISES[exercise_id].chapter
+    same = [ex for ex in EXERCISES.values() if ex.chapter == chapter]
+    return same[: [ex.id for ex in same].index(exercise_id)]

@@ -1,11 +1,27 @@
-"""What an exercise is, and the comparison its checks use."""
+"""What an exercise is, and the tools its checks use.
+
+Checks call the learner's function through :func:`call`, which passes the inputs, verifies
+afterwards that they were not changed in place, and turns an error raised inside the
+learner's code into a message with the case and a hint. :func:`expect_close` and
+:func:`expect_equal` compare the result with a value computed by hand or by plain PyTorch
+and say what is wrong: the type, the dtype, the shape, NaN, or the values.
+"""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+
+# Bound now, before any learner code runs: a cell that replaces torch.allclose later cannot
+# switch the comparisons off (and the tamper guard reports such a cell anyway).
+_allclose, _equal, _isfinite, _is_tensor = torch.allclose, torch.equal, torch.isfinite, torch.is_tensor
+
+
+RULE = ("an exercise cell may use math, np, torch, F and nn, your functions from the earlier exercises "
+        "of this chapter, and what the cell imports itself (but not companion)")
 
 
 class Mismatch(AssertionError):
@@ -22,6 +38,7 @@ class Exercise:
         function: the name the learner's cell defines.
         checks: functions ``check(fn)`` that raise :class:`Mismatch` on a wrong answer.
         solution: the reference solution (the book shows its source).
+        forbidden: attribute or function names the statement forbids (e.g. ``"softmax"``).
     """
 
     id: str
@@ -29,37 +46,102 @@ class Exercise:
     function: str
     checks: tuple[Callable, ...] = field(repr=False)
     solution: Callable = field(repr=False)
+    forbidden: tuple[str, ...] = ()
+
+    @property
+    def chapter(self) -> str:
+        """``"ch01"``: the chapter the exercise belongs to (the start of its id)."""
+        return self.id.split("-", 1)[0]
 
 
 def _fmt(x) -> str:
     """Values for a message: small tensors in full, larger ones by their first row."""
-    if not isinstance(x, torch.Tensor):
+    if not _is_tensor(x):
         return repr(x)
-    values, prefix = x.detach().double(), ""
-    if values.numel() > 12:
+    values, prefix = x.detach().cpu().double(), ""
+    if values.dim() > 1 and values.numel() > 12:
         values, prefix = values.reshape(-1, values.shape[-1])[0], "first row "
     return f"{prefix}{values.numpy().round(4).tolist()}"
 
 
+def _snapshot(value):
+    if _is_tensor(value):
+        return value.detach().clone()
+    return copy.deepcopy(value)
+
+
+def _same(a, b) -> bool:
+    if _is_tensor(a):
+        return _is_tensor(b) and a.shape == b.shape and a.dtype == b.dtype and _equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def call(fn, case: str, hint: str, **inputs):
+    """``fn(*inputs.values())``, checked: an error names the case, and inputs must be unchanged.
+
+    Raises:
+        NotImplementedError: the stub was not replaced (reported as "not implemented yet").
+        Mismatch: the function raised, exited, or changed one of its inputs in place.
+    """
+    saved = {name: _snapshot(value) for name, value in inputs.items()}
+    try:
+        got = fn(*inputs.values())
+    except NotImplementedError:
+        raise
+    except SystemExit:
+        raise Mismatch(f"{case}: your function called exit(); an exercise must return its result, "
+                       "and exiting is not allowed") from None
+    except NameError as error:  # most often a name the rule does not give the cell
+        raise Mismatch(f"{case}: your function raised NameError: {error}. Hint: {RULE}") from None
+    except Exception as error:  # a shape mismatch inside PyTorch, an IndexError, ...
+        raise Mismatch(f"{case}: your function raised {type(error).__name__}: {error}. Hint: {hint}") from None
+    for name, value in inputs.items():
+        if not _same(value, saved[name]):
+            raise Mismatch(f"{case}: your function changed its input `{name}` in place (the caller's data "
+                           "changed). Hint: compute a new tensor (z = z - m, not z -= m; no .zero_(), "
+                           "*=, or appending to the caller's lists)")
+    return got
+
+
+def _type_problem(got, case: str, hint: str) -> Mismatch | None:
+    if _is_tensor(got):
+        return None
+    if type(got).__module__.startswith("numpy"):
+        return Mismatch(f"{case}: you returned a NumPy {type(got).__name__}; return a torch.Tensor "
+                        "(stay in PyTorch: torch.exp, .sum, .max work on tensors). Hint: " + hint)
+    if isinstance(got, (list, tuple)):
+        return Mismatch(f"{case}: you returned a Python {type(got).__name__}; return a torch.Tensor "
+                        "(torch.tensor(...) or, better, tensor operations). Hint: " + hint)
+    return Mismatch(f"{case}: expected a torch.Tensor, got {type(got).__name__}. Hint: {hint}")
+
+
 def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float = 1e-5) -> None:
-    """Raise :class:`Mismatch` unless ``got`` is a tensor of ``expected``'s shape and values."""
-    if not isinstance(got, torch.Tensor):
-        raise Mismatch(f"{case}: expected a torch.Tensor, got {type(got).__name__}. Hint: {hint}")
+    """Raise :class:`Mismatch` unless ``got`` is a tensor with ``expected``'s dtype, shape and values."""
+    problem = _type_problem(got, case, hint)
+    if problem:
+        raise problem
     if got.shape != expected.shape:
-        raise Mismatch(
-            f"{case}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}. Hint: {hint}"
-        )
-    if not torch.allclose(got.detach().to(expected.dtype), expected, atol=atol, rtol=1e-4, equal_nan=False):
+        raise Mismatch(f"{case}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}. Hint: {hint}")
+    if got.dtype != expected.dtype:
+        raise Mismatch(f"{case}: expected dtype {expected.dtype} (the input's), got {got.dtype}. Hint: keep the "
+                       "input's dtype: no .double(), .float() or .long(), and build new tensors with "
+                       "dtype=x.dtype or torch.zeros_like(x)")
+    if not bool(_isfinite(got.detach()).all()) and bool(_isfinite(expected).all()):
+        raise Mismatch(f"{case}: got NaN or inf ({_fmt(got)}), expected {_fmt(expected)}. Hint: {hint}")
+    if not _allclose(got.detach(), expected, atol=atol, rtol=1e-4):
         raise Mismatch(f"{case}: expected {_fmt(expected)}, got {_fmt(got)}. Hint: {hint}")
 
 
 def expect_equal(got, expected: torch.Tensor, case: str, hint: str) -> None:
     """Raise :class:`Mismatch` unless ``got`` equals ``expected`` exactly: dtype, shape and values."""
-    if not isinstance(got, torch.Tensor):
-        raise Mismatch(f"{case}: expected a torch.Tensor, got {type(got).__name__}. Hint: {hint}")
+    problem = _type_problem(got, case, hint)
+    if problem:
+        raise problem
     if got.dtype != expected.dtype:
         raise Mismatch(f"{case}: expected dtype {expected.dtype}, got {got.dtype}. Hint: {hint}")
     if got.shape != expected.shape:
         raise Mismatch(f"{case}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}. Hint: {hint}")
-    if not torch.equal(got, expected):
+    if not _equal(got, expected):
         raise Mismatch(f"{case}: expected {expected.tolist()}, got {got.tolist()}. Hint: {hint}")

@@ -1,140 +1,217 @@
 """Chapter 1 exercises: soft and hard argmax, a soft key-value lookup, self-attention.
 
-Each exercise has a reference solution (what the book shows in its solution dropdown) and
-checks that raise :class:`Mismatch` with the case, the expected and the actual value, and a
-hint. Checks compare against PyTorch's own functions, never against the solution itself.
+Each exercise has a reference solution (what the book shows in its solution dropdown and
+``show_solution`` prints) and checks that raise :class:`Mismatch` with the case, the
+expected and the actual value, and a hint. Checks compare against values computed by hand
+or by PyTorch's own functions, never against the solution itself.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Mismatch, expect_close
+from ._core import Exercise, Mismatch, call, expect_close
 
-# --- reference solutions (shown in the book) --------------------------------------------
+# --- reference solutions (shown in the book) ------------------------------------
 
 
-def softargmax(scores: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
+def softargmax(scores, beta=1.0):
     """softmax(beta * scores) over the last dimension, computed stably."""
     z = beta * scores
-    z = z - z.max(dim=-1, keepdim=True).values  # exp of a big number overflows; shifting changes nothing
+    # exp of a large number overflows; shifting each row by its max changes nothing
+    z = z - z.max(dim=-1, keepdim=True).values
     e = torch.exp(z)
     return e / e.sum(dim=-1, keepdim=True)
 
 
-def hardargmax(scores: torch.Tensor) -> torch.Tensor:
+def hardargmax(scores):
     """One-hot of the (first) maximum over the last dimension."""
     index = scores.argmax(dim=-1, keepdim=True)
     return torch.zeros_like(scores).scatter(-1, index, 1.0)
 
 
-def soft_lookup(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
-    """query (d,), keys (n, d), values (n, d_v) -> the weighted blend of values (d_v,)."""
-    weights = torch.softmax(beta * (keys @ query), dim=-1)  # (n,): how well each key matches
+def soft_lookup(query, keys, values, beta=1.0):
+    """query (d,), keys (n, d), values (n, d_v) -> blend of the values (d_v,)."""
+    weights = torch.softmax(beta * (keys @ query), dim=-1)  # (n,)
     return weights @ values  # (d_v,)
 
 
-def self_attention(X: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
+def self_attention(X, beta=1.0):
     """X (t, d) -> H (t, d): every x_i is a query against all of X; H = A X."""
-    A = torch.softmax(beta * (X @ X.T), dim=-1)  # (t, t), row i = weights of query i
+    A = torch.softmax(beta * (X @ X.T), dim=-1)  # (t, t), row i: query i
     return A @ X
 
 
-# --- checks -----------------------------------------------------------------------------
+# --- checks -----------------------------------------------------------------------
 
 _GEN = torch.Generator().manual_seed(1)
 _ROWS = torch.randn(4, 5, generator=_GEN)
 _X = torch.randn(5, 3, generator=_GEN)
+_CUBE = torch.randn(2, 3, 4, generator=_GEN)
+_SHIFT = "subtract each row's own maximum (max(dim=-1, keepdim=True)) before exp"
+
+
+def _softargmax(fn, scores, beta, case, hint):
+    got = call(fn, case, hint, scores=scores, beta=beta)
+    expect_close(got, torch.softmax(beta * scores, -1), case, hint)
 
 
 def _softargmax_small(fn):
-    s = torch.tensor([1.0, 2.0, 3.0])
-    expect_close(fn(s, 1.0), torch.softmax(s, -1), "softargmax([1, 2, 3], beta=1)",
-                 "return exp(beta * s_i) / sum_j exp(beta * s_j)")
+    _softargmax(fn, torch.tensor([1.0, 2.0, 3.0]), 1.0, "softargmax([1, 2, 3], beta=1)",
+                "return exp(beta * s_i) / sum_j exp(beta * s_j)")
 
 
 def _softargmax_beta(fn):
-    s = torch.tensor([1.0, 2.0, 3.0])
-    expect_close(fn(s, 3.0), torch.softmax(3.0 * s, -1), "softargmax([1, 2, 3], beta=3)",
-                 "multiply the scores by beta before exponentiating")
+    _softargmax(fn, torch.tensor([1.0, 2.0, 3.0]), 3.0, "softargmax([1, 2, 3], beta=3)",
+                "multiply the scores by beta before exponentiating")
 
 
 def _softargmax_rows(fn):
-    expect_close(fn(_ROWS, 0.5), torch.softmax(0.5 * _ROWS, -1), "softargmax of a (4, 5) batch, beta=0.5",
-                 "normalise each row separately: sum over the last dimension (dim=-1, keepdim=True)")
+    _softargmax(fn, _ROWS, 0.5, "softargmax of a (4, 5) batch, beta=0.5",
+                "normalise each row separately: sum over the last dimension (dim=-1, keepdim=True)")
+
+
+def _softargmax_3d(fn):
+    _softargmax(fn, _CUBE, 1.0, "softargmax of a (2, 3, 4) batch",
+                "the last dimension is dim=-1, whatever the number of dimensions (dim=1 is not it here)")
 
 
 def _softargmax_large(fn):
-    s = torch.tensor([1000.0, 1001.0, 1002.0])
-    expect_close(fn(s, 1.0), torch.softmax(s, -1), "softargmax([1000, 1001, 1002], beta=1)",
-                 "exp(1000) overflows to inf; subtract the largest score first (it cancels out)")
+    _softargmax(fn, torch.tensor([1000.0, 1001.0, 1002.0]), 1.0, "softargmax([1000, 1001, 1002], beta=1)",
+                "exp(1000) overflows to inf; " + _SHIFT)
+
+
+def _softargmax_rows_of_different_scale(fn):
+    scores = torch.tensor([[1000.0, 1001.0, 1002.0], [-1000.0, -999.0, -998.0], [-500.0, 0.0, 500.0]])
+    _softargmax(fn, scores, 1.0,
+                "softargmax([[1000, 1001, 1002], [-1000, -999, -998], [-500, 0, 500]]), rows of different scale",
+                "shifting by the maximum or minimum of the whole tensor, or by a row's minimum, still "
+                "leaves exp(-2000) = 0 or exp(1000) = inf somewhere; " + _SHIFT)
+
+
+def _softargmax_float64(fn):
+    _softargmax(fn, _ROWS.double(), 2.0, "softargmax of a float64 (4, 5) batch, beta=2",
+                "return the input's dtype")
+
+
+def _hardargmax(fn, scores, expected, case, hint):
+    expect_close(call(fn, case, hint, scores=scores), expected, case, hint)
 
 
 def _hardargmax_small(fn):
-    s = torch.tensor([0.1, 0.7, 0.2])
-    expect_close(fn(s), torch.tensor([0.0, 1.0, 0.0]), "hardargmax([0.1, 0.7, 0.2])",
-                 "return a one-hot vector with the same shape as scores, not the index")
+    _hardargmax(fn, torch.tensor([0.1, 0.7, 0.2]), torch.tensor([0.0, 1.0, 0.0]), "hardargmax([0.1, 0.7, 0.2])",
+                "return a one-hot tensor with the same shape and dtype as scores, not the index")
 
 
 def _hardargmax_rows(fn):
-    expected = torch.nn.functional.one_hot(_ROWS.argmax(-1), 5).float()
-    expect_close(fn(_ROWS), expected, "hardargmax of a (4, 5) batch",
-                 "one 1 per row, at that row's maximum (dim=-1)")
+    expected = torch.nn.functional.one_hot(_ROWS.argmax(-1), 5).to(_ROWS.dtype)
+    _hardargmax(fn, _ROWS, expected, "hardargmax of a (4, 5) batch", "one 1 per row, at that row's maximum (dim=-1)")
+
+
+def _hardargmax_3d(fn):
+    expected = torch.nn.functional.one_hot(_CUBE.argmax(-1), 4).to(_CUBE.dtype)
+    _hardargmax(fn, _CUBE, expected, "hardargmax of a (2, 3, 4) batch",
+                "the last dimension is dim=-1, whatever the number of dimensions")
 
 
 def _hardargmax_ties(fn):
-    s = torch.tensor([2.0, 5.0, 5.0, 1.0])
-    expect_close(fn(s), torch.tensor([0.0, 1.0, 0.0, 0.0]), "hardargmax([2, 5, 5, 1]) with a tie",
-                 "exactly one 1: take the first maximum (torch.argmax), not every entry equal to the max")
+    _hardargmax(fn, torch.tensor([2.0, 5.0, 5.0, 1.0]), torch.tensor([0.0, 1.0, 0.0, 0.0]),
+                "hardargmax([2, 5, 5, 1]) with a tie",
+                "exactly one 1: take the first maximum (torch.argmax), not every entry equal to the max")
+
+
+def _hardargmax_float64(fn):
+    scores = torch.tensor([[3.0, -1.0], [0.5, 4.0]], dtype=torch.float64)
+    _hardargmax(fn, scores, torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64),
+                "hardargmax of a float64 (2, 2) batch",
+                "the one-hot must have the scores' dtype (F.one_hot gives int64: convert with .to(scores.dtype))")
+
+
+def _lookup(fn, query, keys, values, beta, case, hint):
+    got = call(fn, case, hint, query=query, keys=keys, values=values, beta=beta)
+    expect_close(got, torch.softmax(beta * (keys @ query), -1) @ values, case, hint)
 
 
 def _lookup_small(fn):
     keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     values = torch.tensor([[10.0], [20.0], [30.0]])
-    q = torch.tensor([2.0, 0.0])
-    w = torch.softmax(keys @ q, -1)
-    expect_close(fn(q, keys, values, 1.0), w @ values, "3 keys, query [2, 0], beta=1",
-                 "weights = softmax(beta * keys @ query); output = weights @ values")
+    _lookup(fn, torch.tensor([2.0, 0.0]), keys, values, 1.0, "3 keys, query [2, 0], beta=1",
+            "weights = softargmax(beta * keys @ query); output = weights @ values")
 
 
 def _lookup_beta(fn):
-    keys, values, q = _X, torch.arange(15.0).reshape(5, 3), torch.tensor([1.0, -1.0, 0.5])
-    expect_close(fn(q, keys, values, 4.0), torch.softmax(4.0 * (keys @ q), -1) @ values,
-                 "5 keys, beta=4", "scale the scores by beta before the softmax")
+    _lookup(fn, torch.tensor([1.0, -1.0, 0.5]), _X, torch.arange(15.0).reshape(5, 3), 4.0, "5 keys, beta=4",
+            "scale the scores by beta before the softmax")
 
 
 def _lookup_widths(fn):
-    keys, values, q = _X[:, :2], torch.randn(5, 4, generator=torch.Generator().manual_seed(2)), torch.tensor([0.3, 0.9])
-    expect_close(fn(q, keys, values, 1.0), torch.softmax(keys @ q, -1) @ values,
-                 "keys (5, 2) and values (5, 4)",
-                 "the scores compare query with keys; the values are only blended, with weights (n,) @ values (n, d_v)")
+    values = torch.randn(5, 4, generator=torch.Generator().manual_seed(2))
+    _lookup(fn, torch.tensor([0.3, 0.9]), _X[:, :2], values, 1.0, "keys (5, 2) and values (5, 4)",
+            "the scores compare query with keys; the values are only blended: weights (n,) @ values (n, d_v)")
+
+
+def _lookup_large_scores(fn):
+    keys = torch.tensor([[30.0, 0.0], [0.0, 30.0], [20.0, 20.0]])
+    values = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    _lookup(fn, torch.tensor([2.0, 1.0]), keys, values, 10.0, "scores 60, 30 and 60 with beta=10 (600 after scaling)",
+            "exp(6000) overflows to inf: use a stable softargmax (yours, or torch.softmax)")
+
+
+def _lookup_float64(fn):
+    keys, values = _X.double(), torch.arange(10.0, dtype=torch.float64).reshape(5, 2)
+    _lookup(fn, torch.tensor([0.5, 0.1, -0.3], dtype=torch.float64), keys, values, 1.0, "float64 inputs",
+            "keep the inputs' dtype")
+
+
+def _attention(fn, X, beta, case, hint, atol=1e-5):
+    got = call(fn, case, hint, X=X, beta=beta)
+    expect_close(got, torch.softmax(beta * (X @ X.T), -1) @ X, case, hint, atol=atol)
 
 
 def _self_attention_small(fn):
-    X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    expect_close(fn(X, 1.0), torch.softmax(X @ X.T, -1) @ X, "X = [[1, 0], [0, 1], [1, 1]], beta=1",
-                 "A = softargmax(beta * X X^T) row by row; H = A X")
+    _attention(fn, torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), 1.0, "X = [[1, 0], [0, 1], [1, 1]], beta=1",
+               "A = softargmax(beta * X X^T) row by row; H = A X")
+
+
+def _self_attention_beta(fn):
+    X = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [-2.0, 1.0]])
+    _attention(fn, X, 0.1, "beta=0.1, where beta changes the answer a lot",
+               "multiply the scores X X^T by beta before the softmax (beta = 0.1 makes A much flatter)")
 
 
 def _self_attention_general(fn):
-    expect_close(fn(_X, 0.7), torch.softmax(0.7 * (_X @ _X.T), -1) @ _X, "X of shape (5, 3), beta=0.7",
-                 "row i of A holds query i's weights: normalise over the last dimension, then H = A @ X (t, d)")
+    _attention(fn, _X, 0.7, "X of shape (5, 3), beta=0.7",
+               "row i of A holds query i's weights: normalise over the last dimension, then H = A @ X (t, d)")
 
 
 def _self_attention_weights_sum_to_one(fn):
     X = torch.ones(4, 3)  # every query matches every key equally: H must equal X
-    expect_close(fn(X, 2.0), X, "X with 4 identical rows", "each row of A must sum to 1 (a weighted average)")
+    _attention(fn, X, 2.0, "X with 4 identical rows", "each row of A must sum to 1 (a weighted average)")
+
+
+def _self_attention_large(fn):
+    X = torch.tensor([[10.0, 0.0], [0.0, 10.0], [7.0, 7.0]])
+    _attention(fn, X, 10.0, "X with scores up to 1000, beta=10",
+               "exp(1000) overflows to inf: use a stable softargmax (yours, or torch.softmax)")
+
+
+def _self_attention_float64(fn):
+    _attention(fn, _X.double(), 1.0, "float64 X of shape (5, 3)", "keep X's dtype", atol=1e-10)
 
 
 EXERCISES = (
     Exercise("ch01-softargmax", "soft argmax with inverse temperature", "softargmax",
-             (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_large), softargmax),
+             (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
+              _softargmax_rows_of_different_scale, _softargmax_float64), softargmax,
+             forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin")),
     Exercise("ch01-hardargmax", "hard argmax (one-hot)", "hardargmax",
-             (_hardargmax_small, _hardargmax_rows, _hardargmax_ties), hardargmax),
+             (_hardargmax_small, _hardargmax_rows, _hardargmax_3d, _hardargmax_ties, _hardargmax_float64),
+             hardargmax),
     Exercise("ch01-soft-lookup", "a soft key-value lookup", "soft_lookup",
-             (_lookup_small, _lookup_beta, _lookup_widths), soft_lookup),
+             (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_float64), soft_lookup),
     Exercise("ch01-self-attention", "parameter-free self-attention", "self_attention",
-             (_self_attention_small, _self_attention_general, _self_attention_weights_sum_to_one), self_attention),
+             (_self_attention_small, _self_attention_beta, _self_attention_general,
+              _self_attention_weights_sum_to_one, _self_attention_large, _self_attention_float64), self_attention),
 )
 
 __all__ = ["EXERCISES", "softargmax", "hardargmax", "soft_lookup", "self_attention", "Mismatch"]

@@ -7,47 +7,49 @@ from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Mismatch, expect_close, expect_equal
+from ._core import Exercise, Mismatch, call, expect_close, expect_equal
 
-# --- reference solutions (shown in the book) --------------------------------------------
+# --- reference solutions (shown in the book) ------------------------------------
 
 
-def masked_mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """x (batch, t, d), keep bool (batch, t) True at real tokens -> mean over real tokens (batch, d)."""
-    weights = keep.unsqueeze(-1).to(x.dtype)  # (batch, t, 1): 1 at real tokens, 0 at padding
+def masked_mean(x, keep):
+    """x (batch, t, d), keep bool (batch, t) -> mean over real tokens (batch, d)."""
+    weights = keep.unsqueeze(-1).to(x.dtype)  # (batch, t, 1): 1 real, 0 padding
     return (x * weights).sum(dim=1) / weights.sum(dim=1)
 
 
-def collate(sequences: list[list[int]], max_len: int, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keep the first max_len ids of each sequence, pad to the longest; return (tokens, keep)."""
+def collate(sequences, max_len, pad_id=0):
+    """Cut each id list to max_len, pad to the longest; return (tokens, keep)."""
     cut = [list(seq[:max_len]) for seq in sequences]
     t = max(len(seq) for seq in cut)
     tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)  # (batch, t)
     keep = torch.zeros(len(cut), t, dtype=torch.bool)  # (batch, t)
     for i, seq in enumerate(cut):
         tokens[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        keep[i, : len(seq)] = True
+        keep[i, : len(seq)] = True  # from the length, never from the ids
     return tokens, keep
 
 
-# --- checks -----------------------------------------------------------------------------
+# --- checks -----------------------------------------------------------------------
+
+
+def _mean(fn, x, keep, expected, case, hint):
+    expect_close(call(fn, case, hint, x=x, keep=keep), expected, case, hint)
 
 
 def _mean_by_hand(fn):
     x = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]])  # the last position is padding
-    keep = torch.tensor([[True, True, False]])
-    expect_close(fn(x, keep), torch.tensor([[2.0, 3.0]]), "x = [[1, 2], [3, 4], [pad]]",
-                 "average over the real tokens only: sum(x * keep) / (number of real tokens)")
+    _mean(fn, x, torch.tensor([[True, True, False]]), torch.tensor([[2.0, 3.0]]), "x = [[1, 2], [3, 4], [pad]]",
+          "average over the real tokens only: sum(x * keep) / (number of real tokens)")
 
 
 def _mean_ragged_batch(fn):
-    g = torch.Generator().manual_seed(7)
-    x = torch.randn(3, 5, 4, generator=g)
+    x = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(7))
     lengths = [5, 2, 1]
     keep = torch.arange(5) < torch.tensor(lengths).unsqueeze(1)  # (3, 5)
     expected = torch.stack([x[i, :n].mean(dim=0) for i, n in enumerate(lengths)])
-    expect_close(fn(x, keep), expected, "a batch with 5, 2 and 1 real tokens",
-                 "each sequence divides by its own count of real tokens, summing over the time axis (dim=1)")
+    _mean(fn, x, keep, expected, "a batch with 5, 2 and 1 real tokens",
+          "each sequence divides by its own count of real tokens, summing over the time axis (dim=1)")
 
 
 def _mean_ignores_padding_values(fn):
@@ -55,35 +57,73 @@ def _mean_ignores_padding_values(fn):
     x[:, :2] = 1.0
     x[:, 2:] = 1e6  # huge values at padding must not leak in
     keep = torch.tensor([[True, True, False, False]] * 2)
-    expect_close(fn(x, keep), torch.ones(2, 3), "padding filled with 1e6", "mask the padding out before summing")
+    _mean(fn, x, keep, torch.ones(2, 3), "padding filled with 1e6", "mask the padding out before summing")
+
+
+def _mean_mask_not_a_prefix(fn):
+    x = torch.tensor([[[1.0], [2.0], [4.0], [8.0]]])
+    keep = torch.tensor([[False, True, False, True]])
+    _mean(fn, x, keep, torch.tensor([[5.0]]), "keep = [F, T, F, T] (real tokens not at the start)",
+          "use the mask itself, position by position, not a length cut x[:, :n]")
+
+
+def _mean_float64(fn):
+    x = torch.tensor([[[1.0, -1.0], [2.0, 5.0]]], dtype=torch.float64)
+    _mean(fn, x, torch.tensor([[True, True]]), torch.tensor([[1.5, 2.0]], dtype=torch.float64),
+          "float64 x with no padding", "keep x's dtype: convert the mask with .to(x.dtype)")
+
+
+_COLLATE_HINT = "pad to the longest (cut) sequence in the batch, tokens as torch.long, keep as torch.bool"
+
+
+def _collate(fn, sequences, max_len, pad_id, tokens, keep, case, hint):
+    got = call(fn, case, hint, sequences=sequences, max_len=max_len, pad_id=pad_id)
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise Mismatch(f"{case}: expected a tuple (tokens, keep), got {type(got).__name__}. Hint: return tokens, keep")
+    got_tokens, got_keep = got
+    if (torch.is_tensor(got_tokens) and torch.is_tensor(got_keep) and got_tokens.dtype == torch.bool
+            and got_keep.dtype != torch.bool):
+        raise Mismatch(f"{case}: the first element is a bool mask and the second is not: you returned "
+                       "(keep, tokens). Hint: return (tokens, keep), in that order")
+    expect_equal(got_tokens, tokens, f"{case}: tokens", hint)
+    expect_equal(got_keep, keep, f"{case}: keep", hint)
 
 
 def _collate_by_hand(fn):
-    tokens, keep = fn([[5, 6, 7], [8]], max_len=10, pad_id=0)
-    expect_equal(tokens, torch.tensor([[5, 6, 7], [8, 0, 0]]), "collate([[5, 6, 7], [8]], max_len=10) tokens",
-                 "pad to the longest sequence in the batch (not to max_len), as torch.long")
-    expect_equal(keep, torch.tensor([[True, True, True], [True, False, False]]), "the same batch's keep mask",
-                 "keep is a bool tensor (batch, t), True at real tokens")
+    _collate(fn, [[5, 6, 7], [8]], 10, 0, torch.tensor([[5, 6, 7], [8, 0, 0]]),
+             torch.tensor([[True, True, True], [True, False, False]]), "collate([[5, 6, 7], [8]], max_len=10)",
+             _COLLATE_HINT + " (not to max_len)")
 
 
 def _collate_truncates(fn):
-    tokens, keep = fn([[1, 2, 3, 4, 5, 6], [7, 8]], max_len=4, pad_id=0)
-    expect_equal(tokens, torch.tensor([[1, 2, 3, 4], [7, 8, 0, 0]]), "a sequence longer than max_len=4",
-                 "keep the first max_len ids of a long sequence")
-    expect_equal(keep, torch.tensor([[True] * 4, [True, True, False, False]]), "its keep mask",
-                 "the mask follows the truncated lengths")
+    _collate(fn, [[1, 2, 3, 4, 5, 6], [7, 8]], 4, 0, torch.tensor([[1, 2, 3, 4], [7, 8, 0, 0]]),
+             torch.tensor([[True] * 4, [True, True, False, False]]), "a sequence longer than max_len=4",
+             "keep the first max_len ids of a long sequence; the mask follows the cut lengths")
 
 
 def _collate_pad_id(fn):
-    tokens, _ = fn([[3, 3], [4]], max_len=5, pad_id=9)
-    expect_equal(tokens, torch.tensor([[3, 3], [4, 9]]), "pad_id=9", "fill with pad_id, whatever its value")
+    _collate(fn, [[3, 3], [4]], 5, 9, torch.tensor([[3, 3], [4, 9]]), torch.tensor([[True, True], [True, False]]),
+             "pad_id=9", "fill with pad_id, whatever its value")
+
+
+def _collate_real_token_equal_to_pad_id(fn):
+    _collate(fn, [[0, 5], [7]], 5, 0, torch.tensor([[0, 5], [7, 0]]), torch.tensor([[True, True], [True, False]]),
+             "a real token whose id equals pad_id=0",
+             "a real token can have id pad_id: build keep from each sequence's length, not from tokens != pad_id")
+
+
+def _collate_batch_of_one(fn):
+    _collate(fn, [[4, 2]], 3, 1, torch.tensor([[4, 2]]), torch.tensor([[True, True]]), "a batch of one sequence",
+             "the result is still (batch, t) = (1, 2): no squeeze")
 
 
 EXERCISES = (
-    Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
-             (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values), masked_mean),
     Exercise("ch07-collate", "truncate, pad and mask a batch", "collate",
-             (_collate_by_hand, _collate_truncates, _collate_pad_id), collate),
+             (_collate_by_hand, _collate_truncates, _collate_pad_id, _collate_real_token_equal_to_pad_id,
+              _collate_batch_of_one), collate),
+    Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
+             (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_mask_not_a_prefix,
+              _mean_float64), masked_mean),
 )
 
 __all__ = ["EXERCISES", "masked_mean", "collate", "Mismatch"]
