@@ -221,13 +221,22 @@ def test_grader_survives_misbehaving_code(tmp_path):
         "ch07-collate": "import os\nos.system('printf x')\n" + solution("ch07-collate"),  # output, no newline
         "ch07-masked-mean": "import sys\nsys.exit(0)\n",  # exits
     }))
-    results = {r.exercise: r for r in grade_folder(folder, timeout=10).results}
+    results = {r.exercise: r for r in grade_folder(folder, timeout=30).results}
     assert results["ch01-softargmax"].passed
-    assert "timed out after 10 s" in results["ch01-hardargmax"].message
+    assert "timed out after 30 s" in results["ch01-hardargmax"].message
     assert "expected shape" in results["ch01-soft-lookup"].message
     assert "stopped the grader's Python process before the checks finished (exit 3" in results["ch01-self-attention"].message
     assert results["ch07-collate"].passed
     assert "the cell called exit() (SystemExit): exiting is not allowed" in results["ch07-masked-mean"].message
+
+
+def test_an_earlier_cell_that_ends_the_process_is_named(tmp_path):
+    folder = learner_folder(tmp_path, solved(**{"ch01-softargmax": FORGED}))
+    results = {r.exercise: r for r in grade_folder(folder, timeout=60).results}
+    assert "stopped the grader's Python process before the checks finished" in results["ch01-softargmax"].message
+    for later in ("ch01-hardargmax", "ch01-soft-lookup", "ch01-self-attention"):
+        assert "your earlier exercise cell ch01-softargmax stopped" in results[later].message, results[later]
+    assert results["ch07-collate"].passed  # another chapter: unaffected
 
 
 def test_grader_reports_cells_that_raise_or_miss_the_function(tmp_path):

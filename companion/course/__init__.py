@@ -8,7 +8,6 @@ Instructors grade a folder of notebooks with ``python -m companion.course.gradin
 (``make grade``). Nothing in the blocks, models or data imports this wing.
 """
 
-from .grading import check
-from .notebook import setup, show_solution, show_source
+from .notebook import check, setup, show_solution, show_source
 
 __all__ = ["check", "setup", "show_source", "show_solution"]

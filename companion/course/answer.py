@@ -200,13 +200,16 @@ def _as_ipython_runs_it(source: str) -> str:
     return textwrap.dedent("".join(lines))
 
 
-def evaluate(exercise: Exercise, source: str, earlier: list[str] = ()) -> Result:
+def evaluate(exercise: Exercise, source: str, earlier: list[str] = (), on_cell=None) -> Result:
     """Apply the rule: run the prelude, the ``earlier`` exercise cells and ``source``; check the function.
 
     Args:
         exercise: the exercise the cell answers.
         source: the exercise cell's code.
         earlier: the code of the learner's earlier exercise cells of the same chapter, in order.
+        on_cell: called with ``k`` before the ``k``-th earlier cell runs, and with
+            ``len(earlier)`` before ``source`` runs (the grader uses it to name a cell that
+            ended its process).
     """
     guard = BASELINE
     source = _as_ipython_runs_it(source)
@@ -216,8 +219,12 @@ def evaluate(exercise: Exercise, source: str, earlier: list[str] = ()) -> Result
     namespace: dict = {"__name__": "__exercise__"}
     exec(PRELUDE, namespace)
     for k, cell in enumerate(earlier):  # an earlier answer that fails is graded on its own
+        if on_cell:
+            on_cell(k)
         _exec_quietly(cell, namespace, f"<earlier exercise cell {k + 1}>")
     namespace.pop(exercise.function, None)  # only this cell may define the answer
+    if on_cell:
+        on_cell(len(earlier))
     error = _exec_quietly(source, namespace, f"<exercise {exercise.id}>")
     if isinstance(error, SystemExit):
         return Result(exercise.id, False, "the cell called exit() (SystemExit): exiting is not allowed in an "

@@ -26,68 +26,22 @@ submissions (a container per submission).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import linecache
 import os
 import secrets
 import subprocess
 import sys
-import textwrap
-import inspect
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .answer import NOT_IMPLEMENTED, RULE, Result, evaluate
-from .exercises import EXERCISES, earlier_in_chapter
+from .exercises import EXERCISES
 
-__all__ = ["Result", "check", "find_exercise_cells", "grade_folder", "Report", "main", "NOT_IMPLEMENTED", "RULE"]
+__all__ = ["Result", "find_exercise_cells", "grade_folder", "Report", "main", "NOT_IMPLEMENTED", "RULE"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_GRADER_ERROR = 0, 1, 2
-
-
-# --- the notebook side ---------------------------------------------------------------------
-
-
-def _cell_source(fn) -> str | None:
-    """The code of the notebook cell that defined ``fn`` (IPython keeps it in ``linecache``).
-
-    Outside IPython (a function from a ``.py`` file) it is the function's own source.
-    """
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return None
-    if not os.path.exists(code.co_filename):  # an IPython cell: its whole code
-        lines = linecache.getlines(code.co_filename)
-        return "".join(lines) or None
-    try:
-        return textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
-        return None
-
-
-def check(exercise_id: str, fn) -> Result:
-    """Check the learner's ``fn`` for ``exercise_id`` and print the verdict (the notebook's feedback).
-
-    Applies the same rule as the grader: the cell that defined ``fn`` is run again after the
-    exercise imports and the cells of the chapter's earlier exercises, so that a name the grader
-    would not see fails here too.
-    """
-    if exercise_id not in EXERCISES:
-        raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")
-    exercise = EXERCISES[exercise_id]
-    if not callable(fn):
-        result = Result(exercise_id, False, f"expected the function {exercise.function}, got {type(fn).__name__}")
-    elif (source := _cell_source(fn)) is None:
-        result = Result(exercise_id, False, f"could not read the code of {exercise.function}(): define it with "
-                        "`def` in the exercise cell and run that cell")
-    else:
-        namespace = getattr(fn, "__globals__", {})
-        earlier = [_cell_source(namespace[ex.function]) for ex in earlier_in_chapter(exercise_id)
-                   if callable(namespace.get(ex.function))]
-        result = evaluate(exercise, source, [s for s in earlier if s])
-    print(f"{'PASSED' if result.passed else 'NOT YET'} {exercise_id}: {result.message}")
-    return result
 
 
 # --- reading a folder of notebooks ---------------------------------------------------------
@@ -100,7 +54,7 @@ class Cell:
     path: Path
     index: int  # the cell's position in the notebook (0-based)
     source: str
-    earlier: list[str] = field(default_factory=list)  # the chapter's earlier exercise cells, in order
+    earlier: list[tuple[str, str]] = field(default_factory=list)  # (exercise_id, code) of the chapter's earlier ones
 
     def where(self, folder: Path) -> str:
         return f"{self.path.relative_to(folder)} (cell {self.index + 1})"
@@ -138,13 +92,13 @@ def find_exercise_cells(folder: str | os.PathLike) -> tuple[dict[str, list[Cell]
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
             problems[str(path.relative_to(folder))] = f"not a readable notebook ({type(error).__name__}: {error})"
             continue
-        by_chapter: dict[str, list[str]] = {}
+        by_chapter: dict[str, list[tuple[str, str]]] = {}
         for index, cell in tagged:
             exercise_id = cell["metadata"].get("exercise_id", f"<no exercise_id in {path.name}>")
             chapter = exercise_id.split("-", 1)[0]
             source = _source(cell)
             found.setdefault(exercise_id, []).append(Cell(path, index, source, list(by_chapter.get(chapter, []))))
-            by_chapter.setdefault(chapter, []).append(source)
+            by_chapter.setdefault(chapter, []).append((exercise_id, source))
     return found, problems
 
 
@@ -155,7 +109,8 @@ def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
     """Run one exercise cell and its checks in a fresh Python process; read the result from a pipe."""
     secret = secrets.token_hex(16)
     read_end, write_end = os.pipe()
-    request = {"exercise": exercise_id, "source": cell.source, "earlier": cell.earlier, "secret": secret,
+    request = {"exercise": exercise_id, "source": cell.source, "earlier": [code for _, code in cell.earlier],
+               "secret": secret,
                "fd": write_end}
     try:
         process = subprocess.Popen([sys.executable, "-c", "from companion.course.grading import _worker; _worker()"],
@@ -170,14 +125,20 @@ def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
             process.kill()
             process.communicate()
             return Result(exercise_id, False, f"timed out after {timeout:g} s (an endless loop?)")
-        reply = channel.read()
+        lines = channel.read().splitlines()
     exercise = EXERCISES[exercise_id]
     try:
-        message = json.loads(reply)
+        message = json.loads(lines[-1])
         assert message.pop("secret") == secret
         result = Result(**message)
     except Exception:  # nothing, or something else than the worker's reply
         tail = " | ".join(stderr.strip().splitlines()[-2:]) or "no message"
+        running = _last_progress(lines, secret)
+        if running is not None and running < len(cell.earlier):
+            earlier_id = cell.earlier[running][0]
+            return Result(exercise_id, False, f"your earlier exercise cell {earlier_id} stopped the grader's "
+                          f"Python process (exit {process.returncode}: {tail}) before this exercise could be "
+                          "checked; the earlier cells run first (the rule), so fix that one")
         return Result(exercise_id, False, f"the code stopped the grader's Python process before the checks "
                       f"finished (exit {process.returncode}: {tail})")
     if result.passed and (result.checks_run != len(exercise.checks) or process.returncode != 0):
@@ -186,13 +147,32 @@ def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
     return result
 
 
+def _last_progress(lines: list[str], secret: str) -> int | None:
+    """The index of the cell the worker was running when it stopped (``len(earlier)``: its own)."""
+    for line in reversed(lines):
+        with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+            message = json.loads(line)
+            if message["secret"] == secret:
+                return int(message["running"])
+    return None
+
+
 def _worker() -> None:
-    """Child process: read the request, keep the channel, then run the learner's cell and the checks."""
+    """Child process: read the request, keep the channel, then run the learner's cell and the checks.
+
+    Before each cell it writes which one runs (so that a cell that ends the process is named),
+    and at the end the result; each line carries the secret.
+    """
     request = json.loads(sys.stdin.read())
     secret, channel = request.pop("secret"), os.fdopen(request.pop("fd"), "w", encoding="utf-8")
+
+    def running(k: int) -> None:
+        channel.write(json.dumps({"running": k, "secret": secret}) + "\n")
+        channel.flush()
+
     exercise = EXERCISES[request["exercise"]]
-    result = evaluate(exercise, request["source"], request["earlier"])
-    channel.write(json.dumps({**asdict(result), "secret": secret}))
+    result = evaluate(exercise, request["source"], request["earlier"], on_cell=running)
+    channel.write(json.dumps({**asdict(result), "secret": secret}) + "\n")
     channel.close()
 
 

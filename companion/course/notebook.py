@@ -1,15 +1,22 @@
-"""Helpers for the chapter notebooks: reproducible set-up, the package's source, solutions."""
+"""Helpers for the chapter notebooks: reproducible set-up, exercise feedback, the package's source,
+solutions."""
 
 from __future__ import annotations
 
 import inspect
+import linecache
+import os
 import random
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import torch
 
-__all__ = ["setup", "show_source", "show_solution"]
+from .answer import Result, evaluate
+from .exercises import EXERCISES, earlier_in_chapter
+
+__all__ = ["setup", "check", "show_source", "show_solution"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds companion/
 
@@ -24,6 +31,51 @@ def setup(seed: int = 0) -> torch.device:
     np.random.seed(seed)
     torch.manual_seed(seed)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _cell_source(fn) -> str | None:
+    """The code of the notebook cell that defined ``fn`` (IPython keeps it in ``linecache``).
+
+    Outside IPython (a function from a ``.py`` file) it is the function's own source.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    if not os.path.exists(code.co_filename):  # an IPython cell: its whole code
+        lines = linecache.getlines(code.co_filename)
+        return "".join(lines) or None
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+
+
+def check(exercise_id: str, fn) -> Result:
+    """Check the learner's ``fn`` for ``exercise_id`` and print the verdict (every exercise).
+
+    Prints ``PASSED``, or ``NOT YET`` with the first failing case (expected vs got, a hint).
+    Applies the same rule as the grader (:mod:`companion.course.answer`): the cell that defined
+    ``fn`` is run again after the exercise imports and the cells of the chapter's earlier
+    exercises, so that a name the grader would not see fails here too.
+
+    Returns:
+        the :class:`~companion.course.answer.Result` (``passed``, ``message``).
+    """
+    if exercise_id not in EXERCISES:
+        raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")
+    exercise = EXERCISES[exercise_id]
+    if not callable(fn):
+        result = Result(exercise_id, False, f"expected the function {exercise.function}, got {type(fn).__name__}")
+    elif (source := _cell_source(fn)) is None:
+        result = Result(exercise_id, False, f"could not read the code of {exercise.function}(): define it with "
+                        "`def` in the exercise cell and run that cell")
+    else:
+        namespace = getattr(fn, "__globals__", {})
+        earlier = [_cell_source(namespace[ex.function]) for ex in earlier_in_chapter(exercise_id)
+                   if callable(namespace.get(ex.function))]
+        result = evaluate(exercise, source, [s for s in earlier if s])
+    print(f"{'PASSED' if result.passed else 'NOT YET'} {exercise_id}: {result.message}")
+    return result
 
 
 def _where(obj) -> str:
@@ -61,8 +113,6 @@ def show_solution(exercise_id: str) -> object:
     for readers in Colab or Jupyter, where the dropdown shows as plain text. Try the exercise
     first: the check cell under it tells you what is still wrong.
     """
-    from .exercises import EXERCISES
-
     if exercise_id not in EXERCISES:
         raise ValueError(f"unknown exercise {exercise_id!r}; the exercises are: {', '.join(EXERCISES)}")
     solution = EXERCISES[exercise_id].solution
