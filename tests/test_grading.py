@@ -150,6 +150,7 @@ def test_the_notebook_and_the_grader_give_the_same_verdicts(tmp_path):
     for answer, checked in zip(notebook.cells, notebook.cells[1:]):
         if checked.source.startswith("check("):
             exercise_id = checked.source.split("'")[1]
+            assert [o.output_type for o in checked.outputs] == ["stream"], checked.outputs  # the verdict only
             printed[(exercise_id, answer.source)] = "".join(o.get("text", "") for o in checked.outputs).strip()
     assert len(printed) == len(answers)
     for exercise_id, source in answers:
@@ -169,22 +170,40 @@ def test_the_grader_process_gives_the_verdicts_of_the_rule(tmp_path):
         assert (result.passed, result.message) == (expected.passed, expected.message) == (passes, expected.message), name
 
 
-def test_the_notebook_check_prints_and_returns_the_verdict(capsys):
+def test_the_notebook_check_prints_the_verdict_and_returns_nothing(capsys):
     def hardargmax(scores):
         return torch.zeros_like(scores).scatter(-1, scores.argmax(-1, keepdim=True), 1.0)  # noqa: F821
 
-    assert check("ch01-hardargmax", hardargmax).passed
-    assert capsys.readouterr().out.startswith("PASSED ch01-hardargmax: all 5 checks passed")
+    assert check("ch01-hardargmax", hardargmax) is None  # the cell shows the verdict, no repr after it
+    assert capsys.readouterr().out.startswith("PASSED ch01-hardargmax: all 6 checks passed")
     def softargmax(scores, beta=1.0):
         return scores
 
-    assert not check("ch01-softargmax", softargmax).passed
+    check("ch01-softargmax", softargmax)
     out = capsys.readouterr().out
     assert out.startswith("NOT YET ch01-softargmax: softargmax([1, 2, 3], beta=1): expected") and "Hint:" in out
-    assert not check("ch01-softargmax", max).passed
+    check("ch01-softargmax", max)
     assert "could not read the code of softargmax()" in capsys.readouterr().out
     with pytest.raises(ValueError, match="unknown exercise 'ch99-x'"):
         check("ch99-x", print)
+
+
+def test_messages_point_at_the_real_mistake():
+    # an answer that calls an earlier exercise's function that is still the stub
+    stub = "def softargmax(scores, beta=1.0):\n    raise NotImplementedError\n"
+    calls_it = "def soft_lookup(query, keys, values, beta=1.0):\n    return softargmax(keys @ query, beta) @ values\n"
+    result = evaluate(EXERCISES["ch01-soft-lookup"], calls_it, [stub, solution("ch01-hardargmax")])
+    assert "calls softargmax(), which is still the stub of the earlier exercise ch01-softargmax" in result.message
+    # a larger result: the row that is wrong, not the first row
+    later_row = ("def hardargmax(scores):\n    m = scores == scores.max(dim=-1, keepdim=True).values\n"
+                 "    return (m & (m.cumsum(0) == 1)).to(scores.dtype)\n")
+    result = evaluate(EXERCISES["ch01-hardargmax"], later_row, [solution("ch01-softargmax")])
+    assert "at row [1, :]: expected [0.0, 0.0, 0.0, 0.0, 1.0], got [0.0, 0.0, 0.0, 0.0, 0.0]" in result.message
+    # values equal to 4 decimals but not to float64 precision
+    float32_step = ("def soft_lookup(query, keys, values, beta=1.0):\n"
+                    "    w = torch.softmax((beta * (keys @ query)).float(), -1)\n    return w.to(values.dtype) @ values\n")
+    result = evaluate(EXERCISES["ch01-soft-lookup"], float32_step, [solution("ch01-softargmax")])
+    assert "equal to 4 decimals, but they differ by up to" in result.message and "float64" in result.message
 
 
 # --- a grader that cannot be fooled or crashed ---------------------------------------------------

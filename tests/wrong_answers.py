@@ -76,6 +76,17 @@ def softargmax(scores, beta=1.0):
         ("uses companion's own softargmax", """
 from companion import softargmax
 """),
+        ("shifts by the max of the unscaled scores (found by a learner's trial)", """
+def softargmax(scores, beta=1.0):
+    e = torch.exp(beta * scores - scores.max(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("a NumPy round trip: right values, no gradient", """
+def softargmax(scores, beta=1.0):
+    z = beta * scores.detach().numpy()
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return torch.from_numpy(e / e.sum(axis=-1, keepdims=True))
+"""),
     ],
     "ch01-hardargmax": [
         ("returns the index", """
@@ -126,6 +137,16 @@ def hardargmax(scores):
     i = int(scores.argmax())
     return [1.0 if j == i else 0.0 for j in range(len(scores))]
 """),
+        ("topk: which of equal values comes first is not promised", """
+def hardargmax(scores):
+    index = scores.topk(1, dim=-1).indices
+    return torch.zeros_like(scores).scatter(-1, index, 1.0)
+"""),
+        ("sort: which of equal values comes first is not promised", """
+def hardargmax(scores):
+    index = scores.sort(dim=-1, descending=True).indices[..., :1]
+    return torch.zeros_like(scores).scatter(-1, index, 1.0)
+"""),
     ],
     "ch01-soft-lookup": [
         ("forgot beta", """
@@ -169,6 +190,12 @@ def soft_lookup(query, keys, values, beta=1.0):
         ("keys.T @ query (a shape error)", """
 def soft_lookup(query, keys, values, beta=1.0):
     return torch.softmax(beta * (keys.T @ query), -1) @ values
+"""),
+        ("float32 weights for float64 inputs", """
+def soft_lookup(query, keys, values, beta=1.0):
+    scores = (beta * (keys @ query)).to(torch.float32)
+    weights = torch.softmax(scores, dim=-1).to(values.dtype)
+    return weights @ values
 """),
     ],
     "ch01-self-attention": [
@@ -217,6 +244,18 @@ def self_attention(X, beta=1.0):
 def self_attention(X, beta=1.0):
     X64 = X.double()
     return torch.softmax(beta * (X64 @ X64.T), dim=-1) @ X64
+"""),
+        ("shifts by the max of the whole score matrix", """
+def self_attention(X, beta=1.0):
+    S = beta * (X @ X.T)
+    e = torch.exp(S - S.max())
+    return (e / e.sum(dim=-1, keepdim=True)) @ X
+"""),
+        ("shifts by the diagonal x_i . x_i", """
+def self_attention(X, beta=1.0):
+    S = beta * (X @ X.T)
+    e = torch.exp(S - S.diagonal()[:, None])
+    return (e / e.sum(dim=-1, keepdim=True)) @ X
 """),
     ],
     "ch07-collate": [

@@ -27,7 +27,7 @@ import numpy
 import torch
 import torch.nn.functional
 
-from .exercises import Exercise, Mismatch
+from .exercises import Exercise, Mismatch, earlier_in_chapter
 from .exercises._core import RULE
 
 __all__ = ["PRELUDE", "RULE", "NOT_IMPLEMENTED", "Result", "Guard", "evaluate", "run_checks"]
@@ -161,6 +161,18 @@ def _uses_companion(namespace: dict) -> str | None:
     return None
 
 
+def _not_implemented(exercise: Exercise, error: NotImplementedError) -> str:
+    """Which stub is still a stub: this exercise's, or an earlier one's that the answer calls."""
+    traceback, raised_in = error.__traceback__, None
+    while traceback is not None:
+        raised_in, traceback = traceback.tb_frame.f_code.co_name, traceback.tb_next
+    earlier = {ex.function: ex.id for ex in earlier_in_chapter(exercise.id)}
+    if raised_in in earlier and raised_in != exercise.function:
+        return (f"your {exercise.function}() calls {raised_in}(), which is still the stub of the earlier "
+                f"exercise {earlier[raised_in]}: finish that one first (or do not call it)")
+    return NOT_IMPLEMENTED
+
+
 def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
     """Run every check of ``exercise`` on ``fn``; stop at the first failure."""
     guard = guard or BASELINE
@@ -170,8 +182,8 @@ def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 check_case(fn)
-        except NotImplementedError:
-            return Result(exercise.id, False, NOT_IMPLEMENTED, done)
+        except NotImplementedError as error:
+            return Result(exercise.id, False, _not_implemented(exercise, error), done)
         except Mismatch as wrong:
             return Result(exercise.id, False, guard.message() or str(wrong), done)
         except SystemExit:

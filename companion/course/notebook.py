@@ -50,7 +50,7 @@ def _cell_source(fn) -> str | None:
         return None
 
 
-def check(exercise_id: str, fn) -> Result:
+def check(exercise_id: str, fn) -> None:
     """Check the learner's ``fn`` for ``exercise_id`` and print the verdict (every exercise).
 
     Prints ``PASSED``, or ``NOT YET`` with the first failing case (expected vs got, a hint).
@@ -58,8 +58,8 @@ def check(exercise_id: str, fn) -> Result:
     ``fn`` is run again after the exercise imports and the cells of the chapter's earlier
     exercises, so that a name the grader would not see fails here too.
 
-    Returns:
-        the :class:`~companion.course.answer.Result` (``passed``, ``message``).
+    It returns nothing, so that the cell shows only the verdict; to get the verdict as a value,
+    use :func:`companion.course.answer.evaluate`.
     """
     if exercise_id not in EXERCISES:
         raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")
@@ -75,7 +75,6 @@ def check(exercise_id: str, fn) -> Result:
                    if callable(namespace.get(ex.function))]
         result = evaluate(exercise, source, [s for s in earlier if s])
     print(f"{'PASSED' if result.passed else 'NOT YET'} {exercise_id}: {result.message}")
-    return result
 
 
 def _where(obj) -> str:

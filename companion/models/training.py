@@ -82,7 +82,7 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
     total = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
     warmup = int(warmup_fraction * total)
     history, best_state, step = History(), None, 0
-    if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
+    if eval_every is not None and (not isinstance(eval_every, int) or isinstance(eval_every, bool) or eval_every < 1):
         raise ValueError(f"eval_every must be a positive number of steps or None, got {eval_every!r}")
     since_eval: list[float] = []
     for epoch in range(epochs):

@@ -117,8 +117,36 @@ def _type_problem(got, case: str, hint: str) -> Mismatch | None:
     return Mismatch(f"{case}: expected a torch.Tensor, got {type(got).__name__}. Hint: {hint}")
 
 
-def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float = 1e-5) -> None:
-    """Raise :class:`Mismatch` unless ``got`` is a tensor with ``expected``'s dtype, shape and values."""
+def _rows_for_message(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor) -> str:
+    """``expected ..., got ...``: small tensors in full, larger ones where they first differ."""
+    def values(x, k=None):
+        x = x.detach().cpu().double()
+        x = x if k is None else x.reshape(-1, x.shape[-1])[k]
+        return x.numpy().round(4).tolist()
+
+    if got.dim() < 2 or got.numel() <= 12:
+        text = f"expected {values(expected)}, got {values(got)}"
+    elif got.shape[-1] <= 12:  # the first wrong row
+        rows = wrong.reshape(-1, wrong.shape[-1]).any(dim=-1)
+        k = int(rows.nonzero()[0, 0]) if bool(rows.any()) else 0
+        index = [int(i) for i in torch.unravel_index(torch.tensor(k), got.shape[:-1])]
+        text = f"at row [{', '.join(map(str, index))}, :]: expected {values(expected, k)}, got {values(got, k)}"
+    else:  # long rows: the first wrong entries
+        places = wrong.nonzero()[:3].tolist()
+        text = "; ".join(f"at {p}: expected {round(float(expected[tuple(p)]), 4)}, got {round(float(got[tuple(p)]), 4)}"
+                         for p in places)
+    if "expected" in text and text.split("expected ", 1)[1].split(", got ")[0] == text.rsplit("got ", 1)[1]:
+        largest = float((got.detach().double() - expected.double()).abs().nan_to_num(float("inf")).max())
+        text += f" (equal to 4 decimals, but they differ by up to {largest:.1e}: too much for {expected.dtype})"
+    return text
+
+
+def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float | None = None) -> None:
+    """Raise :class:`Mismatch` unless ``got`` is a tensor with ``expected``'s dtype, shape and values.
+
+    The tolerance follows the dtype: ``atol=1e-5, rtol=1e-4`` in float32, ``1e-10, 1e-8`` in
+    float64 (a float64 input must be computed in float64 all the way).
+    """
     problem = _type_problem(got, case, hint)
     if problem:
         raise problem
@@ -128,10 +156,15 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
         raise Mismatch(f"{case}: expected dtype {expected.dtype} (the input's), got {got.dtype}. Hint: keep the "
                        "input's dtype: no .double(), .float() or .long(), and build new tensors with "
                        "dtype=x.dtype or torch.zeros_like(x)")
-    if not bool(_isfinite(got.detach()).all()) and bool(_isfinite(expected).all()):
-        raise Mismatch(f"{case}: got NaN or inf ({_fmt(got)}), expected {_fmt(expected)}. Hint: {hint}")
-    if not _allclose(got.detach(), expected, atol=atol, rtol=1e-4):
-        raise Mismatch(f"{case}: expected {_fmt(expected)}, got {_fmt(got)}. Hint: {hint}")
+    double = expected.dtype == torch.float64
+    atol, rtol = (atol if atol is not None else 1e-10 if double else 1e-5), (1e-8 if double else 1e-4)
+    got_values = got.detach()
+    if not bool(_isfinite(got_values).all()) and bool(_isfinite(expected).all()):
+        wrong = ~_isfinite(got_values)
+        raise Mismatch(f"{case}: got NaN or inf ({_rows_for_message(got_values, expected, wrong)}). Hint: {hint}")
+    if not _allclose(got_values, expected, atol=atol, rtol=rtol):
+        wrong = ~((got_values - expected).abs() <= atol + rtol * expected.abs())
+        raise Mismatch(f"{case}: {_rows_for_message(got_values, expected, wrong)}. Hint: {hint}")
 
 
 def expect_equal(got, expected: torch.Tensor, case: str, hint: str) -> None:
@@ -144,4 +177,4 @@ def expect_equal(got, expected: torch.Tensor, case: str, hint: str) -> None:
     if got.shape != expected.shape:
         raise Mismatch(f"{case}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}. Hint: {hint}")
     if not _equal(got, expected):
-        raise Mismatch(f"{case}: expected {expected.tolist()}, got {got.tolist()}. Hint: {hint}")
+        raise Mismatch(f"{case}: {_rows_for_message(got, expected, got != expected)}. Hint: {hint}")

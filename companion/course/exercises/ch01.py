@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Mismatch, call, expect_close
+from ._core import Exercise, Mismatch, _allclose, call, expect_close
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -89,6 +89,30 @@ def _softargmax_rows_of_different_scale(fn):
                 "leaves exp(-2000) = 0 or exp(1000) = inf somewhere; " + _SHIFT)
 
 
+def _softargmax_large_beta(fn):
+    scores = torch.tensor([[10.0, 20.0, 30.0], [-30.0, -20.0, -10.0]])
+    _softargmax(fn, scores, 5.0, "softargmax([[10, 20, 30], [-30, -20, -10]], beta=5)",
+                "exp(150) overflows: shift by the maximum of the *scaled* scores, beta * scores "
+                "(subtracting max(scores) before multiplying by beta is not enough)")
+
+
+def _softargmax_gradients(fn):
+    case = "softargmax of a (4, 5) batch that requires gradients"
+    hint = ("a model trains through softargmax: stay in PyTorch operations (no .numpy(), .item(), "
+            "torch.tensor(...) of computed values, .detach() or torch.no_grad())")
+    scores = _ROWS.clone().requires_grad_(True)
+    got = call(fn, case, hint, scores=scores, beta=1.0)
+    expect_close(got, torch.softmax(_ROWS, -1), case, hint)
+    if not got.requires_grad:
+        raise Mismatch(f"{case}: the result carries no gradient (requires_grad is False). Hint: {hint}")
+    weights = torch.arange(20.0).reshape(4, 5)
+    (got * weights).sum().backward()
+    y = torch.softmax(_ROWS, -1)  # d/ds of sum(y * w) is y * (w - sum(y * w)), row by row
+    expected = y * (weights - (y * weights).sum(-1, keepdim=True))
+    if scores.grad is None or not _allclose(scores.grad, expected, atol=1e-4, rtol=1e-4):
+        raise Mismatch(f"{case}: the gradient through your function is wrong. Hint: {hint}")
+
+
 def _softargmax_float64(fn):
     _softargmax(fn, _ROWS.double(), 2.0, "softargmax of a float64 (4, 5) batch, beta=2",
                 "return the input's dtype")
@@ -118,6 +142,21 @@ def _hardargmax_ties(fn):
     _hardargmax(fn, torch.tensor([2.0, 5.0, 5.0, 1.0]), torch.tensor([0.0, 1.0, 0.0, 0.0]),
                 "hardargmax([2, 5, 5, 1]) with a tie",
                 "exactly one 1: take the first maximum (torch.argmax), not every entry equal to the max")
+
+
+def _hardargmax_many_ties(fn):
+    scores = torch.tensor([[5.0, 5.0, 5.0, 5.0, 1.0, 5.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
+    expected = torch.zeros(2, 6)
+    expected[:, 0] = 1.0
+    _hardargmax(fn, scores, expected, "hardargmax([[5, 5, 5, 5, 1, 5], [0, 0, 0, 0, 0, 0]]), many ties",
+                "on a tie the first maximum wins, as torch.argmax does (topk and sort do not promise which "
+                "of equal values comes first)")
+    wide = torch.full((3, 100), 2.0)
+    expected = torch.zeros(3, 100)
+    expected[:, 0] = 1.0
+    _hardargmax(fn, wide, expected, "hardargmax of 3 rows of 100 equal scores",
+                "on a tie the first maximum wins, as torch.argmax does (topk and sort do not promise which "
+                "of equal values comes first)")
 
 
 def _hardargmax_float64(fn):
@@ -160,10 +199,10 @@ def _lookup_large_scores(fn):
 def _lookup_float64(fn):
     keys, values = _X.double(), torch.arange(10.0, dtype=torch.float64).reshape(5, 2)
     _lookup(fn, torch.tensor([0.5, 0.1, -0.3], dtype=torch.float64), keys, values, 1.0, "float64 inputs",
-            "keep the inputs' dtype")
+            "compute in the inputs' dtype all the way (no float32 step in between)")
 
 
-def _attention(fn, X, beta, case, hint, atol=1e-5):
+def _attention(fn, X, beta, case, hint, atol=None):
     got = call(fn, case, hint, X=X, beta=beta)
     expect_close(got, torch.softmax(beta * (X @ X.T), -1) @ X, case, hint, atol=atol)
 
@@ -189,6 +228,14 @@ def _self_attention_weights_sum_to_one(fn):
     _attention(fn, X, 2.0, "X with 4 identical rows", "each row of A must sum to 1 (a weighted average)")
 
 
+def _self_attention_rows_of_different_scale(fn):
+    X = torch.tensor([[1.0, 0.0], [100.0, 0.0], [0.0, 1.0]])
+    _attention(fn, X, 1.0, "X = [[1, 0], [100, 0], [0, 1]]: scores from 0 to 10000",
+               "shift each row of the scores by that row's own maximum: the maximum of the whole matrix "
+               "leaves exp(-10000) = 0 everywhere in some rows, and the diagonal x_i . x_i is not always "
+               "the row's maximum (x_i . x_j is larger when x_j is longer)")
+
+
 def _self_attention_large(fn):
     X = torch.tensor([[10.0, 0.0], [0.0, 10.0], [7.0, 7.0]])
     _attention(fn, X, 10.0, "X with scores up to 1000, beta=10",
@@ -196,22 +243,25 @@ def _self_attention_large(fn):
 
 
 def _self_attention_float64(fn):
-    _attention(fn, _X.double(), 1.0, "float64 X of shape (5, 3)", "keep X's dtype", atol=1e-10)
+    _attention(fn, _X.double(), 1.0, "float64 X of shape (5, 3)", "keep X's dtype and compute in it")
 
 
 EXERCISES = (
     Exercise("ch01-softargmax", "soft argmax with inverse temperature", "softargmax",
              (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
-              _softargmax_rows_of_different_scale, _softargmax_float64), softargmax,
+              _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_gradients,
+              _softargmax_float64), softargmax,
              forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin")),
     Exercise("ch01-hardargmax", "hard argmax (one-hot)", "hardargmax",
-             (_hardargmax_small, _hardargmax_rows, _hardargmax_3d, _hardargmax_ties, _hardargmax_float64),
+             (_hardargmax_small, _hardargmax_rows, _hardargmax_3d, _hardargmax_ties, _hardargmax_many_ties,
+              _hardargmax_float64),
              hardargmax),
     Exercise("ch01-soft-lookup", "a soft key-value lookup", "soft_lookup",
              (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_float64), soft_lookup),
     Exercise("ch01-self-attention", "parameter-free self-attention", "self_attention",
              (_self_attention_small, _self_attention_beta, _self_attention_general,
-              _self_attention_weights_sum_to_one, _self_attention_large, _self_attention_float64), self_attention),
+              _self_attention_weights_sum_to_one, _self_attention_rows_of_different_scale, _self_attention_large,
+              _self_attention_float64), self_attention),
 )
 
 __all__ = ["EXERCISES", "softargmax", "hardargmax", "soft_lookup", "self_attention", "Mismatch"]
