@@ -359,6 +359,42 @@ def collate(sequences, max_len, pad_id=0):
         keep[i, :len(seq)] = 1
     return tokens, keep
 """),
+        ("sorts the batch by length (found by a learner's trial)", """
+def collate(sequences, max_len, pad_id=0):
+    cut = sorted((list(s[:max_len]) for s in sequences), key=len, reverse=True)
+    t = len(cut[0])
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(cut), t, dtype=torch.bool)
+    for i, s in enumerate(cut):
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        keep[i, :len(s)] = True
+    return tokens, keep
+"""),
+        ("the width of the first sequence", """
+def collate(sequences, max_len, pad_id=0):
+    t = min(len(sequences[0]), max_len)
+    tokens = torch.full((len(sequences), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(sequences), t, dtype=torch.bool)
+    for i, s in enumerate(sequences):
+        s = list(s[:t])
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        keep[i, :len(s)] = True
+    return tokens, keep
+"""),
+        ("drops repeated sequences", """
+def collate(sequences, max_len, pad_id=0):
+    cut = []
+    for s in sequences:
+        if list(s[:max_len]) not in cut:
+            cut.append(list(s[:max_len]))
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(cut), t, dtype=torch.bool)
+    for i, s in enumerate(cut):
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        keep[i, :len(s)] = True
+    return tokens, keep
+"""),
     ],
     "ch07-masked-mean": [
         ("includes the padding", """
@@ -406,6 +442,22 @@ def masked_mean(x, keep):
 def masked_mean(x, keep):
     w = keep.unsqueeze(-1).to(x.dtype)
     return (x * w).mean(dim=2)
+"""),
+        ("under torch.no_grad(): nothing to train through", """
+def masked_mean(x, keep):
+    with torch.no_grad():
+        w = keep.unsqueeze(-1).to(x.dtype)
+        return (x * w).sum(dim=1) / w.sum(dim=1)
+"""),
+        ("computes in float32 and casts back", """
+def masked_mean(x, keep):
+    w = keep.unsqueeze(-1).float()
+    return ((x.float() * w).sum(dim=1) / w.sum(dim=1)).to(x.dtype)
+"""),
+        ("rebuilt from Python lists", """
+def masked_mean(x, keep):
+    rows = [x[i][keep[i]].mean(0).tolist() for i in range(x.shape[0])]
+    return torch.tensor(rows, dtype=x.dtype)
 """),
     ],
 }

@@ -120,9 +120,13 @@ def _type_problem(got, case: str, hint: str) -> Mismatch | None:
 def _rows_for_message(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor) -> str:
     """``expected ..., got ...``: small tensors in full, larger ones where they first differ."""
     def values(x, k=None):
-        x = x.detach().cpu().double()
+        x = x.detach().cpu()
         x = x if k is None else x.reshape(-1, x.shape[-1])[k]
-        return x.numpy().round(4).tolist()
+        return x.double().numpy().round(4).tolist() if x.is_floating_point() else x.tolist()
+
+    def one(x, place):
+        value = x[tuple(place)].item()
+        return round(value, 4) if isinstance(value, float) else value
 
     if got.dim() < 2 or got.numel() <= 12:
         text = f"expected {values(expected)}, got {values(got)}"
@@ -133,9 +137,9 @@ def _rows_for_message(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Te
         text = f"at row [{', '.join(map(str, index))}, :]: expected {values(expected, k)}, got {values(got, k)}"
     else:  # long rows: the first wrong entries
         places = wrong.nonzero()[:3].tolist()
-        text = "; ".join(f"at {p}: expected {round(float(expected[tuple(p)]), 4)}, got {round(float(got[tuple(p)]), 4)}"
-                         for p in places)
-    if "expected" in text and text.split("expected ", 1)[1].split(", got ")[0] == text.rsplit("got ", 1)[1]:
+        text = "; ".join(f"at {p}: expected {one(expected, p)}, got {one(got, p)}" for p in places)
+    if (got.is_floating_point() and "expected" in text
+            and text.split("expected ", 1)[1].split(", got ")[0] == text.rsplit("got ", 1)[1]):
         largest = float((got.detach().double() - expected.double()).abs().nan_to_num(float("inf")).max())
         text += f" (equal to 4 decimals, but they differ by up to {largest:.1e}: too much for {expected.dtype})"
     return text
@@ -173,7 +177,8 @@ def expect_equal(got, expected: torch.Tensor, case: str, hint: str) -> None:
     if problem:
         raise problem
     if got.dtype != expected.dtype:
-        raise Mismatch(f"{case}: expected dtype {expected.dtype}, got {got.dtype}. Hint: {hint}")
+        raise Mismatch(f"{case}: expected dtype {expected.dtype}, got {got.dtype}. Hint: create it with "
+                       f"dtype={expected.dtype}, or convert with .to({expected.dtype})")
     if got.shape != expected.shape:
         raise Mismatch(f"{case}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}. Hint: {hint}")
     if not _equal(got, expected):

@@ -68,12 +68,31 @@ def _mean_mask_not_a_prefix(fn):
 
 
 def _mean_float64(fn):
-    x = torch.tensor([[[1.0, -1.0], [2.0, 5.0]]], dtype=torch.float64)
-    _mean(fn, x, torch.tensor([[True, True]]), torch.tensor([[1.5, 2.0]], dtype=torch.float64),
-          "float64 x with no padding", "keep x's dtype: convert the mask with .to(x.dtype)")
+    x = torch.tensor([[[0.1, -1 / 3], [0.2, 5.0], [7.0, 7.0]]], dtype=torch.float64)
+    expected = torch.tensor([[(0.1 + 0.2) / 2, (-1 / 3 + 5.0) / 2]], dtype=torch.float64)
+    _mean(fn, x, torch.tensor([[True, True, False]]), expected, "float64 x = [[0.1, -1/3], [0.2, 5], [pad]]",
+          "compute in x's dtype all the way (the mask .to(x.dtype), no .float() step), and divide by the "
+          "exact count of real tokens (no + eps)")
+
+
+def _mean_gradients(fn):
+    case = "a batch that requires gradients (the classifier trains through the pooling)"
+    hint = "stay in PyTorch operations: no torch.no_grad(), .detach(), .tolist() or torch.tensor(...) of results"
+    x = torch.randn(2, 3, 2, generator=torch.Generator().manual_seed(3)).requires_grad_(True)
+    keep = torch.tensor([[True, False, True], [True, True, True]])
+    got = call(fn, case, hint, x=x, keep=keep)
+    expect_close(got, torch.stack([x[0, [0, 2]].mean(0), x[1].mean(0)]).detach(), case, hint)
+    if not got.requires_grad:
+        raise Mismatch(f"{case}: the result carries no gradient (requires_grad is False). Hint: {hint}")
+    got.sum().backward()
+    expected = torch.tensor([[[0.5] * 2, [0.0] * 2, [0.5] * 2], [[1 / 3] * 2] * 3])  # d sum / dx: 1 / count, 0 at padding
+    if x.grad is None or not bool((x.grad - expected).abs().max() < 1e-6):
+        raise Mismatch(f"{case}: the gradient through your function is wrong (padding must get none, each real "
+                       f"token 1 / count). Hint: {hint}")
 
 
 _COLLATE_HINT = "pad to the longest (cut) sequence in the batch, tokens as torch.long, keep as torch.bool"
+_ORDER_HINT = "one row per sequence, in the order given (row i is matched with label i): no sorting, no skipping"
 
 
 def _collate(fn, sequences, max_len, pad_id, tokens, keep, case, hint):
@@ -92,7 +111,7 @@ def _collate(fn, sequences, max_len, pad_id, tokens, keep, case, hint):
 def _collate_by_hand(fn):
     _collate(fn, [[5, 6, 7], [8]], 10, 0, torch.tensor([[5, 6, 7], [8, 0, 0]]),
              torch.tensor([[True, True, True], [True, False, False]]), "collate([[5, 6, 7], [8]], max_len=10)",
-             _COLLATE_HINT + " (not to max_len)")
+             _COLLATE_HINT + "; here t = 3, the longest sequence, not max_len")
 
 
 def _collate_truncates(fn):
@@ -112,6 +131,13 @@ def _collate_real_token_equal_to_pad_id(fn):
              "a real token can have id pad_id: build keep from each sequence's length, not from tokens != pad_id")
 
 
+def _collate_keeps_the_order(fn):
+    _collate(fn, [[1], [2, 3, 4], [1], [5, 6]], 3, 0, torch.tensor([[1, 0, 0], [2, 3, 4], [1, 0, 0], [5, 6, 0]]),
+             torch.tensor([[True, False, False], [True] * 3, [True, False, False], [True, True, False]]),
+             "collate([[1], [2, 3, 4], [1], [5, 6]], max_len=3): shortest first, a repeated sequence",
+             _ORDER_HINT + "; t is the longest cut sequence, wherever it is")
+
+
 def _collate_batch_of_one(fn):
     _collate(fn, [[4, 2]], 3, 1, torch.tensor([[4, 2]]), torch.tensor([[True, True]]), "a batch of one sequence",
              "the result is still (batch, t) = (1, 2): no squeeze")
@@ -120,10 +146,10 @@ def _collate_batch_of_one(fn):
 EXERCISES = (
     Exercise("ch07-collate", "truncate, pad and mask a batch", "collate",
              (_collate_by_hand, _collate_truncates, _collate_pad_id, _collate_real_token_equal_to_pad_id,
-              _collate_batch_of_one), collate),
+              _collate_keeps_the_order, _collate_batch_of_one), collate),
     Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
              (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_mask_not_a_prefix,
-              _mean_float64), masked_mean),
+              _mean_float64, _mean_gradients), masked_mean),
 )
 
 __all__ = ["EXERCISES", "masked_mean", "collate", "Mismatch"]
