@@ -20,7 +20,7 @@ PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 SITE      := _build/html
 
-.PHONY: setup book test test-package test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation clean
+.PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: test-package test-notebooks test-reader book test-site
 
 test-package: $(STAMP)
 	$(PY) -m pytest tests --ignore=tests/site --ignore=tests/reader
+
+# On a machine with a GPU: the package's tests with every tensor they create on cuda (a function
+# that builds a tensor on the wrong device fails), plus the GPU-only training test.
+test-gpu: $(STAMP)
+	COURSE_TEST_DEVICE=cuda $(PY) -m pytest tests --ignore=tests/site --ignore=tests/reader --ignore=tests/test_grading.py
 
 # The reader's path: the wheel built from the checkout, a fresh environment with only what
 # Colab preinstalls, each chapter notebook alone in an empty folder (quick mode).

@@ -12,6 +12,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
+# COURSE_TEST_DEVICE=cuda runs the package's tests on a GPU: every tensor and module the tests
+# create lands there, so a package function that builds a tensor on the wrong device fails.
+if os.environ.get("COURSE_TEST_DEVICE"):
+    torch.set_default_device(os.environ["COURSE_TEST_DEVICE"])
+
 
 @pytest.fixture(autouse=True)
 def _seed():

@@ -19,7 +19,7 @@ def leaf(shape, dtype):
 
 def backward_with(out, seed=1):
     """Backpropagate a fixed random projection of ``out`` (a plain .sum() hides sign errors)."""
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(torch.get_default_device()).manual_seed(seed)
     (out * torch.randn(out.shape, generator=g, dtype=out.dtype)).sum().backward()
 
 

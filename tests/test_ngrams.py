@@ -96,7 +96,7 @@ def test_save_and_load_round_trip_with_bigrams(tmp_path):
     torch.manual_seed(0)
     model = build_classifier(config, vocab, keys).eval()
     save_classifier(tmp_path / "m.pt", model, vocab, config)
-    loaded, _, _ = load_classifier(tmp_path / "m.pt")
+    loaded, _, _ = load_classifier(tmp_path / "m.pt", device=torch.get_default_device())
     assert torch.equal(loaded.bigrams.keys, keys)
     tokens = torch.tensor(ids)
     torch.testing.assert_close(loaded(tokens)[0], model(tokens)[0])

@@ -19,7 +19,7 @@ lengths = st.integers(1, 8)
 
 
 def randn(seed, *shape):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return torch.randn(*shape, generator=torch.Generator(torch.get_default_device()).manual_seed(seed), dtype=torch.float64)
 
 
 @given(seed=seeds, t_q=lengths, t_k=lengths, d_k=st.integers(1, 8))
@@ -35,7 +35,7 @@ def test_self_attention_is_permutation_equivariant(seed, t, heads):
     torch.manual_seed(seed)
     mha = MultiHeadAttention(8, heads).double()
     x = randn(seed, 2, t, 8)
-    perm = torch.randperm(t, generator=torch.Generator().manual_seed(seed))
+    perm = torch.randperm(t, generator=torch.Generator(torch.get_default_device()).manual_seed(seed))
     out, w = mha(x, x, x, need_weights=True)
     out_p, w_p = mha(x[:, perm], x[:, perm], x[:, perm], need_weights=True)
     torch.testing.assert_close(out_p, out[:, perm])

@@ -32,7 +32,7 @@ def test_save_and_load_round_trip(tmp_path):
     torch.manual_seed(0)
     model = build_classifier(config, vocab).eval()
     save_classifier(tmp_path / "m.pt", model, vocab, config)
-    loaded, loaded_vocab, loaded_config = load_classifier(tmp_path / "m.pt")
+    loaded, loaded_vocab, loaded_config = load_classifier(tmp_path / "m.pt", device=torch.get_default_device())
     tokens = torch.tensor([vocab.encode(["good", "film", "bad"])])
     torch.testing.assert_close(loaded(tokens)[0], model(tokens)[0])
     assert loaded_vocab.tokens == vocab.tokens and loaded_config == config

@@ -45,13 +45,13 @@ def test_pad_batch_truncates_pads_and_masks():
 
 def test_length_batches_cover_everything_once_and_group_similar_lengths():
     lengths = [5, 1, 9, 2, 8, 3, 7]
-    batches = length_batches(lengths, batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(0))
+    batches = length_batches(lengths, batch_size=3, shuffle=True, generator=torch.Generator(torch.get_default_device()).manual_seed(0))
     assert sorted(i for b in batches for i in b) == list(range(7))
     assert all(max(lengths[i] for i in b) - min(lengths[i] for i in b) <= 4 for b in batches)
 
 
 def test_training_learns_a_toy_sentiment_task_and_keeps_the_best_epoch():
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator(torch.get_default_device()).manual_seed(0)
     texts, labels = [], []
     for _ in range(400):  # id 2 = "good", 3 = "bad", the rest neutral words
         y = int(torch.randint(0, 2, (1,), generator=g))
@@ -67,11 +67,11 @@ def test_training_learns_a_toy_sentiment_task_and_keeps_the_best_epoch():
     assert accuracy_of(model, (texts[300:], labels[300:]), max_len=16) == max(history.val_accuracy) > 0.95
     probabilities = predict(model, texts[:5], max_len=16)
     assert probabilities.shape == (5, 2)
-    torch.testing.assert_close(probabilities.sum(-1), torch.ones(5))
+    torch.testing.assert_close(probabilities.sum(-1), torch.ones(5, device="cpu"))  # predict returns CPU tensors
 
 
 def _toy_task(n=200, seed=0):
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(torch.get_default_device()).manual_seed(seed)
     texts, labels = [], []
     for _ in range(n):
         y = int(torch.randint(0, 2, (1,), generator=g))
@@ -116,3 +116,21 @@ def test_loss_and_accuracy_by_hand():
     loss, accuracy = loss_and_accuracy(Fixed(), ([[1, 2], [3]], [1, 0]), max_len=4)
     assert accuracy == 0.5
     assert abs(loss - (-(math.log(0.8) + math.log(0.2)) / 2)) < 1e-6
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (the course's CI has none; run on one with "
+                    "python -m pytest tests/test_text.py -k gpu)")
+def test_training_and_prediction_on_a_gpu(tmp_path):
+    """Chapter 7 on a GPU runtime (Colab): CPU data, the model on cuda, results back on the CPU."""
+    train, val = _toy_task()
+    torch.manual_seed(0)
+    model = TransformerClassifier(30, 2, d_model=16, num_heads=2, dropout=0.1, pooling="mean")
+    history = train_classifier(model, train, val, epochs=3, batch_size=16, lr=1e-2, max_len=16, progress=False,
+                               device="cuda", eval_every=5)
+    assert next(model.parameters()).is_cuda and history.val_accuracy[-1] > 0.9
+    probabilities = predict(model, val[0], max_len=16, device="cuda")
+    assert probabilities.device.type == "cpu" and probabilities.shape == (len(val[0]), 2)
+    on_cpu = predict(model.cpu(), val[0], max_len=16, device="cpu")
+    torch.testing.assert_close(probabilities, on_cpu, atol=1e-4, rtol=1e-4)  # same weights, other device
+    loss, accuracy = loss_and_accuracy(model.cuda(), val, max_len=16, device="cuda")
+    assert accuracy == accuracy_of(model, val, max_len=16, device="cuda") and loss > 0

@@ -69,16 +69,16 @@ def split_imdb(data: dict[str, Split], val_size: int = 2500, seed: int = 0, quic
     val_index: set[int] = set()
     for label in (0, 1):
         members = [i for i, y in enumerate(labels) if y == label]
-        val_index.update(members[i] for i in torch.randperm(len(members), generator=g)[: val_size // 2].tolist())
+        val_index.update(members[i] for i in torch.randperm(len(members), generator=g, device="cpu")[: val_size // 2].tolist())
     train_index = [i for i in range(len(labels)) if i not in val_index]
     val_sorted = sorted(val_index)
     texts = data["train"].texts
     if quick:
-        train_index = [train_index[i] for i in torch.randperm(len(train_index), generator=g)[:2000].tolist()]
-        val_sorted = [val_sorted[i] for i in torch.randperm(len(val_sorted), generator=g)[:500].tolist()]
+        train_index = [train_index[i] for i in torch.randperm(len(train_index), generator=g, device="cpu")[:2000].tolist()]
+        val_sorted = [val_sorted[i] for i in torch.randperm(len(val_sorted), generator=g, device="cpu")[:500].tolist()]
     test_index = list(range(len(data["test"])))
     if quick:
-        test_index = torch.randperm(len(test_index), generator=g)[:2000].tolist()
+        test_index = torch.randperm(len(test_index), generator=g, device="cpu")[:2000].tolist()
     return {
         "train": ([tokenize(texts[i]) for i in train_index], [labels[i] for i in train_index]),
         "val": ([tokenize(texts[i]) for i in val_sorted], [labels[i] for i in val_sorted]),

@@ -41,7 +41,8 @@ def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, gener
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     if shuffle:
-        chunks = [chunks[i] for i in torch.randperm(len(chunks), generator=generator).tolist()]
+        order = torch.randperm(len(chunks), generator=generator, device=generator.device if generator else "cpu")
+        chunks = [chunks[i] for i in order.tolist()]
     return chunks
 
 
@@ -150,8 +151,8 @@ def loss_and_accuracy(model, data, **kwargs) -> tuple[float, float]:
     """Mean cross-entropy (nats) and accuracy on ``(token id lists, labels)`` (chapter 7)."""
     texts, labels = data
     probabilities = predict(model, texts, **kwargs)
-    target = torch.tensor(labels)
-    picked = probabilities[torch.arange(len(target)), target].clamp_min(1e-12)
+    target = torch.tensor(labels, device=probabilities.device)
+    picked = probabilities[torch.arange(len(target), device=probabilities.device), target].clamp_min(1e-12)
     return -picked.log().mean().item(), (probabilities.argmax(dim=-1) == target).float().mean().item()
 
 
@@ -159,4 +160,4 @@ def accuracy_of(model, data, **kwargs) -> float:
     """Fraction of ``(token id lists, labels)`` classified correctly (chapter 7)."""
     texts, labels = data
     predicted = predict(model, texts, **kwargs).argmax(dim=-1)
-    return (predicted == torch.tensor(labels)).float().mean().item()
+    return (predicted == torch.tensor(labels, device=predicted.device)).float().mean().item()
