@@ -83,7 +83,7 @@ execute: $(STAMP)
 # JupyterLab on the chapters, for learners working locally (the browser opens on its own where
 # there is one; otherwise open the address it prints).
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab chapters
+	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) chapters
 
 serve: book
 	$(PY) -m http.server --directory $(SITE) --bind 127.0.0.1 8000
