@@ -9,10 +9,10 @@ notebook (:func:`companion.course.check`) and grade a folder of notebooks
 
 from __future__ import annotations
 
-from ._core import Exercise, Mismatch, call, expect_close, expect_equal
+from ._core import Exercise, Mismatch, call, expect_close, expect_equal, expect_gradient
 from . import ch01, ch07
 
-__all__ = ["EXERCISES", "Exercise", "Mismatch", "call", "expect_close", "expect_equal"]
+__all__ = ["EXERCISES", "Exercise", "Mismatch", "call", "expect_close", "expect_equal", "expect_gradient"]
 
 EXERCISES: dict[str, Exercise] = {ex.id: ex for ex in (*ch01.EXERCISES, *ch07.EXERCISES)}
 

@@ -171,6 +171,12 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
         raise Mismatch(f"{case}: {_rows_for_message(got_values, expected, wrong)}. Hint: {hint}")
 
 
+def expect_gradient(got: torch.Tensor, case: str, hint: str) -> None:
+    """Raise :class:`Mismatch` unless ``got`` carries a gradient back to inputs that require one."""
+    if not got.requires_grad:
+        raise Mismatch(f"{case}: the result carries no gradient (requires_grad is False). Hint: {hint}")
+
+
 def expect_equal(got, expected: torch.Tensor, case: str, hint: str) -> None:
     """Raise :class:`Mismatch` unless ``got`` equals ``expected`` exactly: dtype, shape and values."""
     problem = _type_problem(got, case, hint)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Mismatch, _allclose, call, expect_close
+from ._core import Exercise, Mismatch, _allclose, call, expect_close, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -103,8 +103,7 @@ def _softargmax_gradients(fn):
     scores = _ROWS.clone().requires_grad_(True)
     got = call(fn, case, hint, scores=scores, beta=1.0)
     expect_close(got, torch.softmax(_ROWS, -1), case, hint)
-    if not got.requires_grad:
-        raise Mismatch(f"{case}: the result carries no gradient (requires_grad is False). Hint: {hint}")
+    expect_gradient(got, case, hint)
     weights = torch.arange(20.0).reshape(4, 5)
     (got * weights).sum().backward()
     y = torch.softmax(_ROWS, -1)  # d/ds of sum(y * w) is y * (w - sum(y * w)), row by row
