@@ -18,7 +18,9 @@ import nbformat
 
 def execute(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=3600, record_timing=False,
+    # coalesce_streams: one output per stream, progress bars' carriage returns applied (the page
+    # shows each bar's final state, as Jupyter does, not every update)
+    client = nbclient.NotebookClient(notebook, timeout=3600, record_timing=False, coalesce_streams=True,
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     for cell in notebook.cells:
