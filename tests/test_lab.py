@@ -1,5 +1,6 @@
 """``make lab``: JupyterLab is part of the set-up and serves the chapter notebooks."""
 
+import importlib.util
 import json
 import os
 import socket
@@ -21,7 +22,7 @@ def free_port() -> int:
 
 
 def test_jupyterlab_serves_the_chapters(tmp_path):
-    pytest.importorskip("jupyterlab", reason="JupyterLab is in the lab extra: make setup installs it")
+    assert importlib.util.find_spec("jupyterlab"), "no JupyterLab: make setup installs the lab extra for make lab"
     port = free_port()
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
                "--IdentityProvider.token=", f"--ServerApp.root_dir={ROOT / 'chapters'}"]
