@@ -7,7 +7,7 @@
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
-#                 make bench-ablation: its ablation table (about an hour)
+#                 make bench-ablation: its ablation table (about 30 min on 2 cores)
 # Set-up makes .venv with pinned versions (constraints.txt) and torch==2.13.0, the CPU build
 # of the course machines. For another PyTorch build: make TORCH="torch==2.5.1" test (or install
 # your torch into .venv first; a torch that satisfies the package is kept).
