@@ -18,7 +18,10 @@ TIMEOUT = float(os.environ.get("GRADING_TIMEOUT", "60"))
 
 @pytest.fixture(scope="session")
 def report():
-    return grade_folder(FOLDER, timeout=TIMEOUT)
+    try:
+        return grade_folder(FOLDER, timeout=TIMEOUT)
+    except FileNotFoundError as error:  # not the learner's failure: the grader could not run
+        pytest.exit(f"grader error: {error}", returncode=2)
 
 
 def test_every_notebook_is_readable(report):

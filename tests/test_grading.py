@@ -11,6 +11,7 @@ import inspect
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -229,6 +230,58 @@ def test_replacing_a_pytorch_function_does_not_switch_the_checks_off(tmp_path):
     folder = learner_folder(tmp_path, solved(**{"ch01-softargmax": cheat}))
     result = grade_folder(folder, timeout=60).results[0]
     assert not result.passed and "replaced torch.allclose" in result.message, result.message
+
+
+DELIBERATE = {
+    "a Tensor method overridden": ("torch.Tensor.__matmul__ = lambda a, b: b\n"
+                                   "def self_attention(X, beta=1.0):\n    return X.clone()\n",
+                                   "ch01-self-attention", "replaced torch.Tensor.__matmul__"),
+    "a Tensor subclass whose comparisons always agree": (
+        "class _Yes(torch.Tensor):\n    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return True\n"
+        "def hardargmax(scores):\n    return torch.zeros_like(scores).as_subclass(_Yes)\n",
+        "ch01-hardargmax", "a subclass of torch.Tensor"),
+    "the checker's saved comparison patched": (
+        "import sys\ncore = sys.modules['compan' + 'ion.course.exercises._core']\n"
+        "core._allclose = lambda *a, **k: True\n"
+        "def soft_lookup(query, keys, values, beta=1.0):\n    return values[0]\n",
+        "ch01-soft-lookup", "replaced companion.course.exercises._core._allclose"),
+    "input()": ("name = input()\n" + "def softargmax(scores, beta=1.0):\n    return scores\n",
+                "ch01-softargmax", "asked for input"),
+}
+
+
+@pytest.mark.parametrize("case", list(DELIBERATE))
+def test_deliberate_tricks_are_caught(tmp_path, case):
+    source, exercise_id, expected = DELIBERATE[case]  # in the grader's process: they change PyTorch
+    folder = learner_folder(tmp_path, solved(**{exercise_id: source}))
+    result = next(r for r in grade_folder(folder, timeout=60).results if r.exercise == exercise_id)
+    assert not result.passed and expected in result.message, result.message
+
+
+def test_a_timeout_holds_when_the_cell_starts_other_processes(tmp_path):
+    sleeper = "import subprocess\nsubprocess.Popen(['sleep', '120'])\nwhile True:\n    pass\n"
+    folder = learner_folder(tmp_path, solved(**{"ch01-soft-lookup": sleeper}))
+    start = time.monotonic()
+    results = {r.exercise: r for r in grade_folder(folder, timeout=20).results}
+    assert time.monotonic() - start < 60  # not the sleeper's 120 s
+    assert "timed out after 20 s" in results["ch01-soft-lookup"].message
+    assert "in your earlier exercise cell ch01-soft-lookup" in results["ch01-self-attention"].message
+    assert results["ch01-softargmax"].passed
+
+
+def test_unknown_and_malformed_exercise_ids_are_reported(tmp_path):
+    folder = learner_folder(tmp_path, solved())
+    notebook = json.loads((folder / "01_attention_as_kv_store.ipynb").read_text())
+    tagged = [c for c in notebook["cells"] if "exercise" in c.get("metadata", {}).get("tags", [])]
+    tagged[0]["metadata"]["exercise_id"] = "ch01-softargmx"
+    tagged[1]["metadata"]["exercise_id"] = 7
+    (folder / "01_attention_as_kv_store.ipynb").write_text(json.dumps(notebook))
+    report = grade_folder(folder, timeout=60)
+    problems = " ".join(report.problems.values())
+    assert "exercise_id 'ch01-softargmx' is not an exercise of the course (a misspelling?" in problems
+    assert "exercise_id <exercise_id 7, not a string>" in problems
+    assert report.passed == len(EXERCISES) - 2
 
 
 def test_grader_survives_misbehaving_code(tmp_path):

@@ -17,9 +17,11 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import inspect
 import io
 import math
 import re
+import sys
 import textwrap
 from dataclasses import dataclass
 
@@ -56,24 +58,36 @@ class Guard:
     attributes (PyTorch loads some submodules lazily) are fine.
     """
 
-    MODULES = {"torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.functional": torch.nn.functional,
-               "torch.nn": torch.nn, "torch.linalg": torch.linalg, "math": math, "numpy": numpy,
-               "builtins": builtins}
+    MODULES = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.nn": torch.nn,
+               "torch.linalg": torch.linalg, "math": math, "numpy": numpy, "builtins": builtins}
+    # classes: every attribute, inherited and special ones too (``Tensor.__matmul__``, ``.mean``)
+    CLASSES = {"torch.Tensor": torch.Tensor}
+    # the course's own checking code (its saved comparisons, the checks)
+    COURSE = ("companion.course.exercises._core", "companion.course.exercises.ch01",
+              "companion.course.exercises.ch07", "companion.course.answer")
     # IPython swaps some built-ins (exit, display, ...) around every cell: watch the ones checks use
     BUILTINS = ("isinstance", "len", "type", "all", "any", "zip", "enumerate", "repr", "range", "tuple",
                 "list", "float", "int", "bool", "str", "abs", "max", "min", "sum", "getattr", "print")
 
     def __init__(self) -> None:
-        self.saved = {name: dict(vars(module)) for name, module in self.MODULES.items()}
+        self.modules = dict(self.MODULES)
+        self.modules.update({name: sys.modules[name] for name in self.COURSE if name in sys.modules})
+        self.saved = {name: dict(vars(module)) for name, module in self.modules.items()}
         self.saved["builtins"] = {k: v for k, v in self.saved["builtins"].items() if k in self.BUILTINS}
+        self.saved_classes = {name: {key: inspect.getattr_static(cls, key) for key in dir(cls)}
+                              for name, cls in self.CLASSES.items()}
 
     def changed(self) -> list[str]:
         """``["torch.allclose", ...]``: what was replaced since the guard was made."""
         found = []
-        for name, module in self.MODULES.items():
+        for name, module in self.modules.items():
             now = vars(module)
             found += [f"{name}.{key}" for key, value in self.saved[name].items()
                       if key in now and now[key] is not value and not key.startswith("__")]
+        missing = object()
+        for name, cls in self.CLASSES.items():
+            found += [f"{name}.{key}" for key, value in self.saved_classes[name].items()
+                      if inspect.getattr_static(cls, key, missing) is not value]
         return found
 
     def message(self) -> str | None:
@@ -197,7 +211,6 @@ def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
     return Result(exercise.id, True, f"all {len(exercise.checks)} checks passed", len(exercise.checks))
 
 
-BASELINE = Guard()  # taken when the course's machinery is imported, before any exercise cell runs
 
 
 def _as_ipython_runs_it(source: str) -> str:
@@ -243,6 +256,9 @@ def evaluate(exercise: Exercise, source: str, earlier: list[str] = (), on_cell=N
                       "exercise cell; remove it")
     if isinstance(error, NotImplementedError):
         return Result(exercise.id, False, NOT_IMPLEMENTED)
+    if isinstance(error, EOFError):
+        return Result(exercise.id, False, "the cell asked for input (input()): an exercise cell cannot read "
+                      "input when it is checked or graded; remove it")
     if error is not None:
         return Result(exercise.id, False, f"the cell raised {type(error).__name__}: {error}")
     tampered = guard.message()
@@ -255,3 +271,6 @@ def evaluate(exercise: Exercise, source: str, earlier: list[str] = (), on_cell=N
     if exercise.function not in namespace:
         return Result(exercise.id, False, f"the cell does not define {exercise.function}()")
     return run_checks(exercise, namespace[exercise.function], guard)
+
+
+BASELINE = Guard()  # taken when the course's machinery is imported, before any exercise cell runs

@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -94,7 +95,9 @@ def find_exercise_cells(folder: str | os.PathLike) -> tuple[dict[str, list[Cell]
             continue
         by_chapter: dict[str, list[tuple[str, str]]] = {}
         for index, cell in tagged:
-            exercise_id = cell["metadata"].get("exercise_id", f"<no exercise_id in {path.name}>")
+            exercise_id = cell["metadata"].get("exercise_id", "<no exercise_id>")
+            if not isinstance(exercise_id, str):
+                exercise_id = f"<exercise_id {exercise_id!r}, not a string>"
             chapter = exercise_id.split("-", 1)[0]
             source = _source(cell)
             found.setdefault(exercise_id, []).append(Cell(path, index, source, list(by_chapter.get(chapter, []))))
@@ -105,26 +108,33 @@ def find_exercise_cells(folder: str | os.PathLike) -> tuple[dict[str, list[Cell]
 # --- grading one exercise in its own process ------------------------------------------------
 
 
+def _stop_group(process: subprocess.Popen) -> None:
+    """Kill the worker and whatever it started (its own process group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
 def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
     """Run one exercise cell and its checks in a fresh Python process; read the result from a pipe."""
     secret = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     request = {"exercise": exercise_id, "source": cell.source, "earlier": [code for _, code in cell.earlier],
-               "secret": secret,
-               "fd": write_end}
+               "secret": secret, "fd": write_end}
     try:
         process = subprocess.Popen([sys.executable, "-c", "from companion.course.grading import _worker; _worker()"],
                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   pass_fds=(write_end,), text=True)
+                                   pass_fds=(write_end,), text=True, start_new_session=True)
     finally:
         os.close(write_end)
     with os.fdopen(read_end, "r", encoding="utf-8") as channel:
+        timed_out = False
         try:
             _, stderr = process.communicate(json.dumps(request), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            return Result(exercise_id, False, f"timed out after {timeout:g} s (an endless loop?)")
+        except subprocess.TimeoutExpired:  # still running, or something it started holds the pipes
+            timed_out = True
+        _stop_group(process)  # nothing the learner's code started outlives the grading
+        if timed_out:
+            _, stderr = process.communicate()
         lines = channel.read().splitlines()
     exercise = EXERCISES[exercise_id]
     try:
@@ -132,16 +142,20 @@ def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
         assert message.pop("secret") == secret
         result = Result(**message)
     except Exception:  # nothing, or something else than the worker's reply
-        tail = " | ".join(stderr.strip().splitlines()[-2:]) or "no message"
         running = _last_progress(lines, secret)
-        if running is not None and running < len(cell.earlier):
-            earlier_id = cell.earlier[running][0]
-            return Result(exercise_id, False, f"your earlier exercise cell {earlier_id} stopped the grader's "
-                          f"Python process (exit {process.returncode}: {tail}) before this exercise could be "
-                          "checked; the earlier cells run first (the rule), so fix that one")
+        earlier = (f"your earlier exercise cell {cell.earlier[running][0]} "
+                   if running is not None and running < len(cell.earlier) else None)
+        if timed_out:
+            return Result(exercise_id, False, f"timed out after {timeout:g} s (an endless loop?)" + (
+                f" in {earlier}, which runs first (the rule): fix that one" if earlier else ""))
+        tail = " | ".join(stderr.strip().splitlines()[-2:]) or "no message"
+        if earlier:
+            return Result(exercise_id, False, f"{earlier}stopped the grader's Python process (exit "
+                          f"{process.returncode}: {tail}) before this exercise could be checked; the earlier "
+                          "cells run first (the rule), so fix that one")
         return Result(exercise_id, False, f"the code stopped the grader's Python process before the checks "
                       f"finished (exit {process.returncode}: {tail})")
-    if result.passed and (result.checks_run != len(exercise.checks) or process.returncode != 0):
+    if result.passed and (result.checks_run != len(exercise.checks) or process.returncode not in (0, -9)):
         return Result(exercise_id, False, f"the checks did not all run ({result.checks_run} of "
                       f"{len(exercise.checks)}, exit {process.returncode}): not graded as passed")
     return result
@@ -189,12 +203,20 @@ def grade_folder(folder: str | os.PathLike, timeout: float = 60.0) -> Report:
         raise FileNotFoundError(f"no notebooks found under {folder!s} (no .ipynb files)")
     cells, problems = find_exercise_cells(folder)
     unreadable = f" ({', '.join(problems)} could not be read)" if problems else ""
+    for exercise_id, found in cells.items():
+        if exercise_id not in EXERCISES:
+            for cell in found:
+                problems[cell.where(folder)] = (f"a cell tagged 'exercise' has exercise_id {exercise_id}"
+                                                if exercise_id.startswith("<") else
+                                                f"exercise_id {exercise_id!r} is not an exercise of the course "
+                                                f"(a misspelling? the exercises: {', '.join(EXERCISES)})")
 
     def grade(exercise_id: str) -> Result:
         found = cells.get(exercise_id, [])
         if not found:
             return Result(exercise_id, False, f"no code cell tagged 'exercise' with exercise_id "
-                          f"{exercise_id!r} under {folder}{unreadable}")
+                          f"{exercise_id!r} under {folder}{unreadable} (the notebook keeps both in the cell's "
+                          "metadata: use the chapter's own notebook, and keep its exercise cells)")
         if len(found) > 1:
             where = " and ".join(c.where(folder) for c in found)
             return Result(exercise_id, False, f"{len(found)} cells claim exercise_id {exercise_id!r}: {where}; "
@@ -206,12 +228,20 @@ def grade_folder(folder: str | os.PathLike, timeout: float = 60.0) -> Report:
     return Report(results, problems)
 
 
+def _positive_seconds(text: str) -> float:
+    seconds = float(text)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"the time limit must be a positive number of seconds, got {text}")
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m companion.course.grading",
                                      description="Grade the course's exercises in a folder of notebooks.")
     parser.add_argument("folder", nargs="?", help="folder holding the learner's chapter notebooks")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per exercise (default 60)")
+    parser.add_argument("--timeout", type=_positive_seconds, default=60.0,
+                        help="seconds allowed per exercise (default 60)")
     args = parser.parse_args(argv)
     if args.folder is None:
         parser.error("give the folder that holds the chapter notebooks, e.g. chapters/")
@@ -219,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         report = grade_folder(args.folder, timeout=args.timeout)
     except FileNotFoundError as error:
         print(f"grader error: {error}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"error": str(error), "score": 0, "max_score": len(EXERCISES), "results": []}))
         return EXIT_GRADER_ERROR
     results = report.results
     if args.json:

@@ -106,6 +106,9 @@ def call(fn, case: str, hint: str, **inputs):
 
 
 def _type_problem(got, case: str, hint: str) -> Mismatch | None:
+    if _is_tensor(got) and type(got) is not torch.Tensor:  # a subclass may redefine the comparisons
+        return Mismatch(f"{case}: you returned a {type(got).__name__}, a subclass of torch.Tensor; return a "
+                        "plain torch.Tensor. Hint: " + hint)
     if _is_tensor(got):
         return None
     if type(got).__module__.startswith("numpy"):
