@@ -54,16 +54,6 @@ class Exercise:
         return self.id.split("-", 1)[0]
 
 
-def _fmt(x) -> str:
-    """Values for a message: small tensors in full, larger ones by their first row."""
-    if not _is_tensor(x):
-        return repr(x)
-    values, prefix = x.detach().cpu().double(), ""
-    if values.dim() > 1 and values.numel() > 12:
-        values, prefix = values.reshape(-1, values.shape[-1])[0], "first row "
-    return f"{prefix}{values.numpy().round(4).tolist()}"
-
-
 def _snapshot(value):
     if _is_tensor(value):
         return value.detach().clone()
