@@ -258,6 +258,278 @@ def self_attention(X, beta=1.0):
     return (e / e.sum(dim=-1, keepdim=True)) @ X
 """),
     ],
+    "ch02-attend-one": [
+        ("divides by sqrt(d_model)", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i] @ W_q
+    s = (X @ W_k) @ q / math.sqrt(X.shape[1])
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
+        ("divides by sqrt(d_v)", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i] @ W_q
+    s = (X @ W_k) @ q / math.sqrt(W_v.shape[1])
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
+        ("divides by d_k, not its square root", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i] @ W_q
+    s = (X @ W_k) @ q / W_q.shape[1]
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
+        ("no scaling", """
+def attend_one(X, i, W_q, W_k, W_v):
+    s = (X @ W_k) @ (X[i] @ W_q)
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
+        ("blends the keys, not the values", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i] @ W_q
+    s = (X @ W_k) @ q / math.sqrt(W_q.shape[1])
+    return torch.softmax(s, dim=-1) @ (X @ W_k)
+"""),
+        ("the query from W_k", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i] @ W_k
+    s = (X @ W_k) @ q / math.sqrt(W_q.shape[1])
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
+        ("keeps a (1, d_v) row", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i:i + 1] @ W_q
+    s = q @ (X @ W_k).T / math.sqrt(W_q.shape[1])
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
+        ("softmax over the wrong axis of a (1, t) row", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i:i + 1] @ W_q
+    s = q @ (X @ W_k).T / math.sqrt(W_q.shape[1])
+    return (torch.softmax(s, dim=0) @ (X @ W_v))[0]
+"""),
+        ("exp without the shift: overflows", """
+def attend_one(X, i, W_q, W_k, W_v):
+    s = (X @ W_k) @ (X[i] @ W_q) / math.sqrt(W_q.shape[1])
+    e = torch.exp(s)
+    return (e / e.sum()) @ (X @ W_v)
+"""),
+        ("query from the first token always", """
+def attend_one(X, i, W_q, W_k, W_v):
+    s = (X @ W_k) @ (X[0] @ W_q) / math.sqrt(W_q.shape[1])
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
+        ("rebuilt from Python floats (no gradient)", """
+def attend_one(X, i, W_q, W_k, W_v):
+    s = (X @ W_k) @ (X[i] @ W_q) / math.sqrt(W_q.shape[1])
+    z = torch.softmax(s, dim=-1) @ (X @ W_v)
+    return torch.tensor(z.tolist(), dtype=X.dtype)
+"""),
+    ],
+    "ch02-equivariance-gap": [
+        ("the inverse permutation on one side", """
+def equivariance_gap(f, X, perm):
+    inverse = torch.argsort(perm)
+    return (f(X[..., perm, :]) - f(X)[..., inverse, :]).abs().max()
+"""),
+        ("no absolute value", """
+def equivariance_gap(f, X, perm):
+    return (f(X[..., perm, :]) - f(X)[..., perm, :]).max()
+"""),
+        ("no absolute value, the other order", """
+def equivariance_gap(f, X, perm):
+    return (f(X)[..., perm, :] - f(X[..., perm, :])).max()
+"""),
+        ("the mean, not the maximum", """
+def equivariance_gap(f, X, perm):
+    return (f(X[..., perm, :]) - f(X)[..., perm, :]).abs().mean()
+"""),
+        ("permutes the first axis (the batch, for 3-D X)", """
+def equivariance_gap(f, X, perm):
+    return (f(X[perm]) - f(X)[perm]).abs().max()
+"""),
+        ("permutes the features", """
+def equivariance_gap(f, X, perm):
+    return (f(X[..., perm]) - f(X)[..., perm]).abs().max()
+"""),
+        ("returns a Python float", """
+def equivariance_gap(f, X, perm):
+    return (f(X[..., perm, :]) - f(X)[..., perm, :]).abs().max().item()
+"""),
+        ("compares f(X) with X permuted", """
+def equivariance_gap(f, X, perm):
+    return (f(X[..., perm, :]) - X[..., perm, :]).abs().max()
+"""),
+        ("forgets to permute the outputs", """
+def equivariance_gap(f, X, perm):
+    return (f(X[..., perm, :]) - f(X)).abs().max()
+"""),
+        ("the norm of the difference", """
+def equivariance_gap(f, X, perm):
+    return torch.linalg.norm(f(X[..., perm, :]) - f(X)[..., perm, :])
+"""),
+    ],
+    "ch02-cross-attention": [
+        ("queries and keys swapped", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = X @ W_q, Y @ W_k, X @ W_v
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("self-attention on Y", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, Y @ W_k, Y @ W_v
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("values from Y", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, Y @ W_v
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("softmax over the queries", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-2)
+    return A @ V
+"""),
+        ("divides by sqrt(d_v)", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(V.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("K.T, right only for 2-D inputs", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    A = torch.softmax(Q @ K.T / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("squeezes a batch of 1", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = (Y @ W_q).squeeze(0), (X @ W_k).squeeze(0), (X @ W_v).squeeze(0)
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("reshapes the keys and values with the query's length", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    t = Y.shape[-2]
+    Q = Y @ W_q
+    K = (X @ W_k).reshape(*Y.shape[:-2], t, -1)
+    V = (X @ W_v).reshape(*Y.shape[:-2], t, -1)
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("transposes the output", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return (A @ V).transpose(-2, -1)
+"""),
+        ("computed in float32", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = (Y @ W_q).float(), (X @ W_k).float(), (X @ W_v).float()
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+    ],
+    "ch02-lengths-to-mask": [
+        ("the opposite convention (True = padding)", """
+def lengths_to_mask(lengths, t_k):
+    return (torch.arange(t_k) >= lengths[:, None])[:, None, :]
+"""),
+        ("shape (batch, t_k): broadcasts against the wrong axis", """
+def lengths_to_mask(lengths, t_k):
+    return torch.arange(t_k) < lengths[:, None]
+"""),
+        ("width from the longest sequence, not t_k", """
+def lengths_to_mask(lengths, t_k):
+    return (torch.arange(int(lengths.max())) < lengths[:, None])[:, None, :]
+"""),
+        ("off by one (<=)", """
+def lengths_to_mask(lengths, t_k):
+    return (torch.arange(t_k) <= lengths[:, None])[:, None, :]
+"""),
+        ("a float mask", """
+def lengths_to_mask(lengths, t_k):
+    return (torch.arange(t_k) < lengths[:, None])[:, None, :].float()
+"""),
+        ("shape (batch, t_k, 1)", """
+def lengths_to_mask(lengths, t_k):
+    return (torch.arange(t_k) < lengths[:, None])[:, :, None]
+"""),
+        ("a square (batch, t_k, t_k) mask of both axes", """
+def lengths_to_mask(lengths, t_k):
+    keep = torch.arange(t_k) < lengths[:, None]
+    return keep[:, :, None] & keep[:, None, :]
+"""),
+        ("the mask of an int64 dtype", """
+def lengths_to_mask(lengths, t_k):
+    return (torch.arange(t_k) < lengths[:, None]).long()[:, None, :]
+"""),
+        ("a Python loop that skips empty sequences", """
+def lengths_to_mask(lengths, t_k):
+    mask = torch.zeros(len(lengths), 1, t_k, dtype=torch.bool)
+    for b, n in enumerate(lengths.tolist()):
+        mask[b, 0, :n] = True
+    mask[:, 0, 0] = True
+    return mask
+"""),
+    ],
+    "ch02-masked-attention": [
+        ("the opposite convention: masks where True", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    A = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
+    return torch.nan_to_num(A) @ V
+"""),
+        ("NaN on a fully masked row", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    return torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ V
+"""),
+        ("a uniform row instead of zeros (finfo.min, no fix)", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+    return torch.softmax(s, dim=-1) @ V
+"""),
+        ("multiplies the scores by the mask", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]) * mask
+    return torch.softmax(s, dim=-1) @ V
+"""),
+        ("masks after the softmax without renormalising", """
+def masked_attention(Q, K, V, mask):
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return (A * mask) @ V
+"""),
+        ("softmax over the queries", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    A = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-2)
+    return torch.nan_to_num(A) @ V
+"""),
+        ("ignores the mask", """
+def masked_attention(Q, K, V, mask):
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    return A @ V
+"""),
+        ("uses F.scaled_dot_product_attention, which the statement forbids", """
+def masked_attention(Q, K, V, mask):
+    return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+"""),
+        ("no scaling", """
+def masked_attention(Q, K, V, mask):
+    s = (Q @ K.transpose(-2, -1)).masked_fill(~mask, float("-inf"))
+    return torch.nan_to_num(torch.softmax(s, dim=-1)) @ V
+"""),
+        ("fills the masked scores in place on a view of the input", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    s.masked_fill_(~mask, -1e4)
+    return torch.softmax(s, dim=-1) @ V
+"""),
+    ],
     "ch07-collate": [
         ("pads to max_len", """
 def collate(sequences, max_len, pad_id=0):

@@ -1,0 +1,404 @@
+"""Chapter 2 exercises: one query step by step, permutation equivariance, cross-attention,
+a padding mask from lengths, and masked attention.
+
+Checks compare with values computed by hand or by plain PyTorch, never with the solutions.
+Beside the easy case each exercise has the cases where a shortcut is right by luck: t_q = t_k,
+d_k = d_v, a batch of 1, a single query, a mask of the opposite convention, a fully masked row.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._core import Exercise, Mismatch, call, expect_close, expect_equal, expect_gradient
+
+# --- reference solutions (shown in the book) ------------------------------------
+
+
+def attend_one(X, i, W_q, W_k, W_v):
+    """z_i for token i: X (t, d_model), W_q and W_k (d_model, d_k), W_v (d_model, d_v) -> (d_v,)."""
+    q_i = X[i] @ W_q                  # (d_k,): what token i is looking for
+    K, V = X @ W_k, X @ W_v           # (t, d_k), (t, d_v): every token's key and value
+    d_k = W_q.shape[-1]
+    scores = K @ q_i / math.sqrt(d_k)  # (t,): s_j = q_i . k_j / sqrt(d_k)
+    a = torch.softmax(scores, dim=-1)  # (t,): one weight per token j, summing to 1
+    return a @ V                       # (d_v,): z_i = sum_j a_j v_j
+
+
+def equivariance_gap(f, X, perm):
+    """max |f(X permuted) - f(X) permuted| over every entry; tokens are on dim -2."""
+    permuted_then_f = f(X[..., perm, :])  # permute the tokens, then apply f
+    f_then_permuted = f(X)[..., perm, :]  # apply f, then permute its outputs
+    return (permuted_then_f - f_then_permuted).abs().max()
+
+
+def cross_attention(Y, X, W_q, W_k, W_v):
+    """Queries from Y (..., t_q, d_model), keys and values from X (..., t_k, d_src) -> (..., t_q, d_v)."""
+    Q = Y @ W_q                        # (..., t_q, d_k)
+    K, V = X @ W_k, X @ W_v            # (..., t_k, d_k), (..., t_k, d_v)
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])  # (..., t_q, t_k)
+    A = torch.softmax(scores, dim=-1)  # each query's weights over the t_k keys
+    return A @ V                       # (..., t_q, d_v)
+
+
+def lengths_to_mask(lengths, t_k):
+    """lengths int (batch,) -> bool (batch, 1, t_k), True at real tokens (may attend)."""
+    positions = torch.arange(t_k, device=lengths.device)  # (t_k,)
+    return (positions < lengths[:, None])[:, None, :]      # (batch, 1, t_k)
+
+
+def masked_attention(Q, K, V, mask):
+    """softmax(Q K^T / sqrt(d_k)) V where mask (True = may attend) allows; a row with no key gives 0."""
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])  # (..., t_q, t_k)
+    scores = scores.masked_fill(~mask, float("-inf"))          # masked keys: weight exactly 0
+    A = torch.softmax(scores, dim=-1)   # a row whose keys are all masked is 0/0 = NaN here ...
+    has_key = mask.any(dim=-1, keepdim=True)  # (..., t_q, 1): may this query attend at all?
+    A = torch.where(has_key, A, 0.0)    # ... so it gets zero weights, and its output is 0
+    return A @ V                        # (..., t_q, d_v)
+
+
+# --- checks -----------------------------------------------------------------------
+
+_GEN = torch.Generator().manual_seed(2)
+
+
+def _randn(*shape, generator=_GEN):
+    """Module-level data draws from _GEN once, at import; a check draws from its own seeded generator,
+    so that every run of a check sees the same numbers."""
+    return torch.randn(*shape, generator=generator)
+
+
+def _seeded(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _attention(Q, K, V, mask=None):
+    """Plain PyTorch: the expected values (a fully masked row gives zeros)."""
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ V
+
+
+# attend_one --------------------------------------------------------------------
+
+_X3 = torch.tensor([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0], [1.0, 1.0, 1.0, 1.0]])  # t = 3, d_model = 4
+_WQ3 = torch.tensor([[1.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 1.0]])  # (4, 3)
+_WK3 = torch.tensor([[0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+_WV3 = torch.tensor([[0.0, 2.0, 0.0], [0.0, 3.0, 0.0], [1.0, 0.0, 3.0], [1.0, 1.0, 0.0]])
+_WIDE = (_randn(6, 5), _randn(5, 2), _randn(5, 2), _randn(5, 3))  # X (6, 5); d_k = 2, d_v = 3
+
+
+def _one(fn, X, i, W_q, W_k, W_v, case, hint):
+    got = call(fn, case, hint, X=X, i=i, W_q=W_q, W_k=W_k, W_v=W_v)
+    expected = _attention(X[i] @ W_q, X @ W_k, X @ W_v)
+    expect_close(got, expected, case, hint)
+    return got
+
+
+def _one_small(fn):
+    _one(fn, _X3, 0, _WQ3, _WK3, _WV3, "the 3-token example, d_k = 3, token i = 0",
+         "q_i = X[i] @ W_q; k_j = X[j] @ W_k; s_j = q_i . k_j / sqrt(d_k); a = softmax(s); z_i = sum_j a_j v_j")
+
+
+def _one_last_token(fn):
+    _one(fn, _X3, 2, _WQ3, _WK3, _WV3, "the 3-token example, token i = 2 (the last one)",
+         "the query comes from token i (X[i] @ W_q); the keys and values from every token")
+
+
+def _one_widths(fn):
+    X, W_q, W_k, W_v = _WIDE
+    _one(fn, X, 4, W_q, W_k, W_v, "t = 6 tokens, d_model = 5, d_k = 2, d_v = 3, token i = 4",
+         "divide by sqrt(d_k), the width of q and k (W_q.shape[1]), not sqrt(d_model) nor sqrt(d_v); "
+         "keys from W_k, values from W_v; the result has d_v entries")
+
+
+def _one_single_token(fn):
+    X, W_q, W_k, W_v = _WIDE
+    _one(fn, X[:1], 0, W_q, W_k, W_v, "a single token (t = 1): z_0 must be its own value x_0 W_v",
+         "softmax over the keys (one weight per token j), and the result has shape (d_v,), not (1, d_v)")
+
+
+def _one_large_scores(fn):
+    X = torch.tensor([[30.0, 0.0], [0.0, 30.0], [20.0, 20.0]])
+    W = torch.eye(2) * 3
+    _one(fn, X, 2, W, W, torch.eye(2), "scores up to 16200 / sqrt(2)",
+         "exp of a score this large overflows to inf: use torch.softmax (or subtract the maximum score first)")
+
+
+def _one_float64(fn):
+    X, W_q, W_k, W_v = (w.double() for w in _WIDE)
+    _one(fn, X, 1, W_q, W_k, W_v, "float64 inputs", "compute in the inputs' dtype all the way")
+
+
+def _one_gradients(fn):
+    case = "weights that require gradients (the projections are learned)"
+    hint = "stay in PyTorch operations (no .numpy(), .item(), .tolist(), .detach() or torch.no_grad())"
+    X, W_q, W_k, W_v = _WIDE
+    W_q = W_q.clone().requires_grad_(True)
+    expect_gradient(_one(fn, X, 3, W_q, W_k, W_v, case, hint), case, hint)
+
+
+# equivariance_gap -----------------------------------------------------------------
+
+
+def _self_attend(X):  # parameter-free self-attention over the tokens on dim -2
+    return torch.softmax(X @ X.transpose(-2, -1), dim=-1) @ X
+
+
+def _cumsum(X):  # a running sum over the tokens: it knows their order
+    return X.cumsum(dim=-2)
+
+
+def _gap(fn, f, X, perm, expected, case, hint, atol=None):
+    got = call(fn, case, hint, f=f, X=X, perm=perm)
+    expect_close(got, torch.as_tensor(expected, dtype=X.dtype), case, hint, atol=atol)
+
+
+def _gap_order_aware(fn):
+    X = torch.tensor([[1.0], [2.0], [4.0]])
+    # cumsum(X[perm]) = [4, 5, 7]; cumsum(X)[perm] = [7, 1, 3]: differences 3, 4, 4
+    _gap(fn, _cumsum, X, torch.tensor([2, 0, 1]), 4.0,
+         "f = running sum over tokens, X = [[1], [2], [4]], perm = [2, 0, 1]: f(X[perm]) = [4, 5, 7], "
+         "f(X)[perm] = [7, 1, 3]",
+         "compare f(X[perm]) with f(X)[perm] (the same perm both times, not its inverse) and return "
+         "the largest absolute difference, a 0-dim tensor")
+
+
+def _gap_sign(fn):
+    X = torch.tensor([[-5.0], [9.0], [-1.0]])
+    # cumsum(X[perm]) = [-1, -6, 3]; cumsum(X)[perm] = [3, -5, 4]: differences -4, -1, -1
+    _gap(fn, _cumsum, X, torch.tensor([2, 0, 1]), 4.0,
+         "f = running sum, X = [[-5], [9], [-1]], perm = [2, 0, 1]: differences -4, -1, -1",
+         "the largest *absolute* difference: .abs() before .max()")
+
+
+def _gap_equivariant(fn):
+    X = _randn(5, 3, generator=_seeded(25))
+    _gap(fn, _self_attend, X, torch.tensor([3, 0, 4, 1, 2]), 0.0,
+         "f = parameter-free self-attention on (5, 3): permutation equivariant, the gap is about 0",
+         "apply the permutation to the tokens (rows, dim -2), not to the features", atol=1e-5)
+
+
+def _gap_batched(fn):
+    X = torch.tensor([[[1.0, 0.0], [2.0, 1.0], [3.0, 0.0]], [[0.0, 1.0], [0.0, -2.0], [5.0, 5.0]]])
+    perm = torch.tensor([1, 2, 0])
+    expected = (_cumsum(X[:, perm]) - _cumsum(X)[:, perm]).abs().max()
+    _gap(fn, _cumsum, X, perm, expected, "a batch X of shape (2, 3, 2), f = running sum over tokens",
+         "the tokens are on dim -2 whatever the batch dimensions: X[..., perm, :], not X[perm] (that "
+         "permutes the batch)")
+
+
+def _gap_new_width(fn):
+    W = torch.tensor([[1.0, -1.0, 0.0], [2.0, 0.0, 1.0]])  # (2, 3): f changes the width
+    X = torch.tensor([[1.0, 2.0], [0.0, 1.0], [3.0, -1.0], [2.0, 2.0]])
+    perm = torch.tensor([3, 2, 1, 0])
+    f = lambda X: (X @ W).cumsum(dim=-2)  # noqa: E731 - (..., t, 2) -> (..., t, 3)
+    expected = (f(X[perm]) - f(X)[perm]).abs().max()
+    _gap(fn, f, X, perm, expected, "f maps (4, 2) to (4, 3) (its output is wider than X)",
+         "permute f's output along the tokens (dim -2) too; its feature width may differ from X's")
+
+
+def _gap_float64(fn):
+    X = torch.tensor([[0.1], [0.2], [0.3]], dtype=torch.float64)
+    perm = torch.tensor([1, 2, 0])
+    expected = (_cumsum(X[perm]) - _cumsum(X)[perm]).abs().max()  # 0.5, to float64's precision
+    _gap(fn, _cumsum, X, perm, expected, "float64 X, f = running sum",
+         "return a 0-dim tensor in X's dtype (no .item(), no float(...))")
+
+
+# cross_attention --------------------------------------------------------------------
+
+
+def _cross(fn, Y, X, W_q, W_k, W_v, case, hint):
+    got = call(fn, case, hint, Y=Y, X=X, W_q=W_q, W_k=W_k, W_v=W_v)
+    expect_close(got, _attention(Y @ W_q, X @ W_k, X @ W_v), case, hint)
+    return got
+
+
+_CROSS = (_randn(3, 4), _randn(5, 6), _randn(4, 2), _randn(6, 2), _randn(6, 3))  # t_q 3, t_k 5, d_k 2, d_v 3
+
+
+def _cross_small(fn):
+    Y = torch.tensor([[1.0, 0.0], [0.0, 1.0]])                     # t_q = 2 target tokens
+    X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0]])  # t_k = 4 source tokens
+    eye = torch.eye(2)
+    _cross(fn, Y, X, eye, eye, eye, "2 queries, 4 keys, every W the identity",
+           "Q = Y W_q, K = X W_k, V = X W_v; A = softmax(Q K^T / sqrt(d_k)) over the keys; output A V has "
+           "one row per query (t_q rows)")
+
+
+def _cross_widths(fn):
+    _cross(fn, *_CROSS, "t_q = 3, t_k = 5, d_model = 4, d_src = 6, d_k = 2, d_v = 3",
+           "queries from Y, keys *and values* from X; divide by sqrt(d_k) (W_q.shape[1]); the output is "
+           "(t_q, d_v); nothing may be reshaped with the query's length")
+
+
+def _cross_same_length(fn):
+    g = _seeded(21)
+    Y, X = _randn(4, 3, generator=g), _randn(4, 3, generator=g)
+    W_q, W_k, W_v = (_randn(3, 3, generator=g) for _ in range(3))
+    _cross(fn, Y, X, W_q, W_k, W_v, "t_q = t_k = 4 and every width 3 (Y and X still different)",
+           "the queries come from Y, the keys and values from X (not the other way round)")
+
+
+def _cross_one_query(fn):
+    Y, X, W_q, W_k, W_v = _CROSS
+    _cross(fn, Y[:1], X, W_q, W_k, W_v, "a single query (t_q = 1) over 5 keys",
+           "softmax over the keys, the last dimension (dim=-1): over the queries a single row becomes all ones")
+
+
+def _cross_batched(fn):
+    Y, X, W_q, W_k, W_v = _CROSS
+    Yb, Xb = torch.stack([Y, -Y]), torch.stack([X, 2 * X])  # (2, 3, 4), (2, 5, 6)
+    _cross(fn, Yb, Xb, W_q, W_k, W_v, "a batch: Y (2, 3, 4), X (2, 5, 6)",
+           "transpose the last two dimensions (K.transpose(-2, -1) or K.mT); K.T reverses every "
+           "dimension of a 3-D tensor")
+
+
+def _cross_batch_of_one(fn):
+    Y, X, W_q, W_k, W_v = _CROSS
+    _cross(fn, Y[None], X[None], W_q, W_k, W_v, "a batch of 1: Y (1, 3, 4), X (1, 5, 6)",
+           "keep the batch dimension (no .squeeze()); transpose the last two dimensions only")
+
+
+def _cross_float64_gradients(fn):
+    case = "float64 inputs, W_k requiring gradients"
+    hint = "compute in the inputs' dtype, in PyTorch operations (no .detach(), .numpy() or torch.no_grad())"
+    Y, X, W_q, W_k, W_v = (w.double() for w in _CROSS)
+    W_k = W_k.clone().requires_grad_(True)
+    expect_gradient(_cross(fn, Y, X, W_q, W_k, W_v, case, hint), case, hint)
+
+
+# lengths_to_mask ----------------------------------------------------------------------
+
+
+def _mask(fn, lengths, t_k, expected, case, hint):
+    expect_equal(call(fn, case, hint, lengths=lengths, t_k=t_k), expected, case, hint)
+
+
+def _bool(rows):
+    return torch.tensor(rows, dtype=torch.bool)[:, None, :]
+
+
+def _mask_small(fn):
+    _mask(fn, torch.tensor([3, 1]), 4, _bool([[1, 1, 1, 0], [1, 0, 0, 0]]), "lengths [3, 1], t_k = 4",
+          "True at the real tokens (position < length: they may be attended), False at padding; shape "
+          "(batch, 1, t_k)")
+
+
+def _mask_wider(fn):
+    _mask(fn, torch.tensor([2, 2]), 5, _bool([[1, 1, 0, 0, 0]] * 2), "lengths [2, 2], t_k = 5 (longer than both)",
+          "the mask has t_k columns, the padded length of the keys, even when every sequence is shorter")
+
+
+def _mask_empty_and_full(fn):
+    _mask(fn, torch.tensor([0, 3, 2]), 3, _bool([[0, 0, 0], [1, 1, 1], [1, 1, 0]]),
+          "lengths [0, 3, 2], t_k = 3 (an empty sequence and a full one)",
+          "position p is real when p < length: none for length 0, all for length t_k")
+
+
+def _mask_broadcasts(fn):
+    # batch = t_q = 3: a (batch, t_k) mask would broadcast silently against the *queries* axis
+    _mask(fn, torch.tensor([1, 2, 3]), 3, _bool([[1, 0, 0], [1, 1, 0], [1, 1, 1]]),
+          "lengths [1, 2, 3], t_k = 3",
+          "return shape (batch, 1, t_k): the 1 lines the mask up with the queries of scores (batch, t_q, t_k). "
+          "A (batch, t_k) mask broadcasts as (1, batch, t_k), which silently masks the wrong sequence "
+          "when batch equals t_q")
+
+
+def _mask_batch_of_one(fn):
+    _mask(fn, torch.tensor([2], dtype=torch.int32), 3, _bool([[1, 1, 0]]), "a batch of 1, lengths int32 [2], t_k = 3",
+          "a bool tensor (dtype=torch.bool) of shape (1, 1, 3), whatever the integer dtype of lengths")
+
+
+# masked_attention ---------------------------------------------------------------------
+
+
+def _masked(fn, Q, K, V, mask, case, hint):
+    got = call(fn, case, hint, Q=Q, K=K, V=V, mask=mask)
+    expect_close(got, _attention(Q, K, V, mask), case, hint)
+    return got
+
+
+_QKV = (_randn(2, 3, 4), _randn(2, 5, 4), _randn(2, 5, 2))  # batch 2, t_q 3, t_k 5, d_k 4, d_v 2
+
+
+def _masked_nothing_masked(fn):
+    Q, K, V = _QKV
+    _masked(fn, Q, K, V, torch.ones(3, 5, dtype=torch.bool), "every key allowed: t_q = 3, t_k = 5, d_k = 4, d_v = 2",
+            "scores = Q K^T / sqrt(d_k) of shape (..., t_q, t_k); softmax over the keys (dim=-1); then @ V")
+
+
+def _masked_padding(fn):
+    Q, K, V = _QKV
+    mask = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, :]
+    _masked(fn, Q, K, V, mask, "a padding mask (2, 1, 5): sequence 0 has 3 real keys",
+            "True = may attend: give the keys where the mask is False (not True) zero weight, e.g. "
+            "scores.masked_fill(~mask, float('-inf')) before the softmax")
+
+
+def _masked_causal(fn):
+    g = _seeded(22)
+    Q, K, V = _randn(2, 4, 3, generator=g), _randn(2, 4, 3, generator=g), _randn(2, 4, 5, generator=g)
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    _masked(fn, Q, K, V, mask, "a causal (4, 4) mask for a batch of 2",
+            "query i may attend to keys 0..i only; the (t_q, t_k) mask broadcasts over the batch")
+
+
+def _masked_padding_content(fn):
+    Q, K, V = _QKV
+    mask = torch.tensor([[True, True, False, False, False]] * 2)[:, None, :]
+    V = V.clone()
+    V[:, 2:] = 1e6  # huge values at padding must get exactly zero weight
+    _masked(fn, Q, K, V, mask, "values of 1e6 at the masked keys",
+            "a masked key must get weight exactly 0 (-inf before the softmax), so its value cannot leak in")
+
+
+def _masked_full_row(fn):
+    g = _seeded(23)
+    Q, K, V = _randn(1, 3, 2, generator=g), _randn(1, 4, 2, generator=g), _randn(1, 4, 3, generator=g)
+    mask = torch.tensor([[True, True, False, False], [False, False, False, False], [True, True, True, True]])
+    _masked(fn, Q, K, V, mask, "query 1 may attend to no key at all (a fully masked row)",
+            "softmax over a row of -inf is 0/0 = NaN; return zeros for such a row (torch.nan_to_num, or "
+            "torch.where on mask.any(dim=-1, keepdim=True))")
+
+
+def _masked_single_key_row(fn):
+    g = _seeded(24)
+    Q, K, V = _randn(3, 2, generator=g), _randn(3, 2, generator=g), _randn(3, 4, generator=g)
+    mask = torch.tensor([[False, True, False], [True, False, False], [False, False, True]])
+    _masked(fn, Q, K, V, mask, "each query may attend to exactly one key (unbatched, t = 3)",
+            "with one allowed key a query must return exactly that key's value")
+
+
+def _masked_float64(fn):
+    Q, K, V = (x.double() for x in _QKV)
+    mask = torch.tensor([[True, False, True, False, True]])
+    _masked(fn, Q, K, V, mask, "float64 inputs and a (1, 5) mask",
+            "compute in the inputs' dtype all the way; the mask broadcasts to (..., t_q, t_k)")
+
+
+EXERCISES = (
+    Exercise("ch02-attend-one", "self-attention for one query, step by step", "attend_one",
+             (_one_small, _one_last_token, _one_widths, _one_single_token, _one_large_scores, _one_float64,
+              _one_gradients), attend_one),
+    Exercise("ch02-equivariance-gap", "measure permutation equivariance", "equivariance_gap",
+             (_gap_order_aware, _gap_sign, _gap_equivariant, _gap_batched, _gap_new_width, _gap_float64),
+             equivariance_gap),
+    Exercise("ch02-cross-attention", "cross-attention with t_q != t_k, d_k != d_v", "cross_attention",
+             (_cross_small, _cross_widths, _cross_same_length, _cross_one_query, _cross_batched,
+              _cross_batch_of_one, _cross_float64_gradients), cross_attention),
+    Exercise("ch02-lengths-to-mask", "a padding mask from lengths", "lengths_to_mask",
+             (_mask_small, _mask_wider, _mask_empty_and_full, _mask_broadcasts, _mask_batch_of_one),
+             lengths_to_mask),
+    Exercise("ch02-masked-attention", "masked attention, fully masked rows included", "masked_attention",
+             (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_full_row,
+              _masked_single_key_row, _masked_float64), masked_attention,
+             forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")),
+)
+
+__all__ = ["EXERCISES", "attend_one", "equivariance_gap", "cross_attention", "lengths_to_mask",
+           "masked_attention", "Mismatch"]
