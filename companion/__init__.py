@@ -30,8 +30,8 @@ from .bigram_embedding import BigramEmbedding
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
-from .models import POOLINGS, TransformerClassifier
-from .data import Vocab, count_bigrams, load_imdb, pad_batch, read_imdb, tokenize
+from .models import POOLINGS, SCALINGS, Retriever, TransformerClassifier, train_retriever
+from .data import Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize
 
 __version__ = "0.1.0"
 
@@ -44,6 +44,12 @@ __all__ = [
     "causal_mask",
     "padding_mask",
     "from_key_padding_mask",
+    # chapter 3: the retrieval task that needs sharp attention
+    "random_rotation",
+    "retrieval_batch",
+    "Retriever",
+    "SCALINGS",
+    "train_retriever",
     # chapter 4: multi-head attention
     "MultiHeadAttention",
     # chapter 5: positional encoding

@@ -366,6 +366,13 @@ def equivariance_gap(f, X, perm):
 def equivariance_gap(f, X, perm):
     return torch.linalg.norm(f(X[..., perm, :]) - f(X)[..., perm, :])
 """),
+        ("handles at most one batch dimension", """
+def equivariance_gap(f, X, perm):
+    Xp = X[perm] if X.dim() == 2 else X[:, perm]
+    Y = f(X)
+    Yp = Y[perm] if Y.dim() == 2 else Y[:, perm]
+    return (f(Xp) - Yp).abs().max()
+"""),
     ],
     "ch02-cross-attention": [
         ("queries and keys swapped", """
@@ -523,11 +530,208 @@ def masked_attention(Q, K, V, mask):
     s = (Q @ K.transpose(-2, -1)).masked_fill(~mask, float("-inf"))
     return torch.nan_to_num(torch.softmax(s, dim=-1)) @ V
 """),
-        ("fills the masked scores in place on a view of the input", """
+        ("-1e4 for masked scores: a fully masked row becomes uniform", """
 def masked_attention(Q, K, V, mask):
     s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     s.masked_fill_(~mask, -1e4)
     return torch.softmax(s, dim=-1) @ V
+"""),
+        ("an additive -inf bias: NaN gradients on a fully masked row", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    bias = torch.zeros_like(s).masked_fill(~mask, float("-inf"))
+    a = torch.nan_to_num(torch.softmax(s + bias, dim=-1), nan=0.0)
+    return a @ V
+"""),
+        ("a finite fill (-30): masked keys keep a little weight", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    a = torch.softmax(s.masked_fill(~mask, -30.0), dim=-1)
+    return torch.where(mask.any(dim=-1, keepdim=True), a, 0.0) @ V
+"""),
+        ("masks after the softmax and renormalises", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    a = torch.softmax(s, dim=-1) * mask
+    a = a / a.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+    return a @ V
+"""),
+        ("detached: no gradient", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
+    return torch.nan_to_num(a, nan=0.0).detach() @ V
+"""),
+    ],
+    "ch03-dot-variance": [
+        ("variance over the components, not the samples", """
+def dot_variance(q, k):
+    return (q * k).var(dim=-1).mean()
+"""),
+        ("every sample against every other (q @ k.T)", """
+def dot_variance(q, k):
+    return (q @ k.T).var()
+"""),
+        ("divides by n (biased)", """
+def dot_variance(q, k):
+    return (q * k).sum(dim=-1).var(unbiased=False)
+"""),
+        ("the standard deviation", """
+def dot_variance(q, k):
+    return (q * k).sum(dim=-1).std()
+"""),
+        ("the mean of the squares (assumes mean 0)", """
+def dot_variance(q, k):
+    return ((q * k).sum(dim=-1) ** 2).mean()
+"""),
+        ("dot products over the samples axis", """
+def dot_variance(q, k):
+    return (q * k).sum(dim=0).var()
+"""),
+        ("returns a Python float", """
+def dot_variance(q, k):
+    return float((q * k).sum(dim=-1).var())
+"""),
+        ("the theory's d_k, not a measurement", """
+def dot_variance(q, k):
+    return torch.tensor(float(q.shape[-1]), dtype=q.dtype)
+"""),
+        ("variance of all the products q_i k_i", """
+def dot_variance(q, k):
+    return (q * k).var()
+"""),
+    ],
+    "ch03-scaled-scores": [
+        ("divides by d_k", """
+def scaled_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / Q.shape[-1]
+"""),
+        ("divides by sqrt(t_q)", """
+def scaled_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-2])
+"""),
+        ("divides by sqrt(t_k)", """
+def scaled_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-2])
+"""),
+        ("no scale", """
+def scaled_scores(Q, K):
+    return Q @ K.transpose(-2, -1)
+"""),
+        ("multiplies by sqrt(d_k)", """
+def scaled_scores(Q, K):
+    return Q @ K.transpose(-2, -1) * math.sqrt(Q.shape[-1])
+"""),
+        ("a rounded square root (math.isqrt)", """
+def scaled_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / math.isqrt(Q.shape[-1])
+"""),
+        ("K.T, right only for 2-D inputs", """
+def scaled_scores(Q, K):
+    return Q @ K.T / math.sqrt(Q.shape[-1])
+"""),
+        ("Q^T K instead of Q K^T", """
+def scaled_scores(Q, K):
+    return Q.transpose(-2, -1) @ K / math.sqrt(Q.shape[-1])
+"""),
+        ("computed in float32", """
+def scaled_scores(Q, K):
+    return Q.float() @ K.float().transpose(-2, -1) / math.sqrt(Q.shape[-1])
+"""),
+        ("permute(0, 2, 1): right for 3-D only", """
+def scaled_scores(Q, K):
+    Kt = K.T if K.dim() == 2 else K.permute(0, 2, 1)
+    return Q @ Kt / math.sqrt(Q.shape[-1])
+"""),
+    ],
+    "ch03-prescale": [
+        ("d_k^(-1/2) on both", """
+def prescale(Q, K):
+    s = Q.shape[-1] ** -0.5
+    return Q * s, K * s
+"""),
+        ("the whole 1/sqrt(d_k) on Q only", """
+def prescale(Q, K):
+    return Q / math.sqrt(Q.shape[-1]), K
+"""),
+        ("the length instead of d_k", """
+def prescale(Q, K):
+    return Q * Q.shape[0] ** -0.25, K * K.shape[0] ** -0.25
+"""),
+        ("scales in place", """
+def prescale(Q, K):
+    s = Q.shape[-1] ** -0.25
+    Q *= s
+    K *= s
+    return Q, K
+"""),
+        ("returns the product", """
+def prescale(Q, K):
+    s = Q.shape[-1] ** -0.25
+    return (Q * s) @ (K * s).transpose(-2, -1)
+"""),
+        ("d_k^(1/4): multiplies up", """
+def prescale(Q, K):
+    s = Q.shape[-1] ** 0.25
+    return Q * s, K * s
+"""),
+        ("d_k^(-1/4) from the first dimension (right only for 2-D)", """
+def prescale(Q, K):
+    s = Q.shape[1] ** -0.25
+    return Q * s, K * s
+"""),
+        ("in float32", """
+def prescale(Q, K):
+    s = torch.tensor(Q.shape[-1] ** -0.25)
+    return Q.float() * s, K.float() * s
+"""),
+        ("detached: no gradient", """
+def prescale(Q, K):
+    s = Q.shape[-1] ** -0.25
+    return (Q * s).detach(), (K * s).detach()
+"""),
+    ],
+    "ch03-row-entropy": [
+        ("NaN at zero weights", """
+def row_entropy(A):
+    return -(A * A.log()).sum(dim=-1)
+"""),
+        ("log base 2 (bits, not nats)", """
+def row_entropy(A):
+    return -torch.special.xlogy(A, A).sum(dim=-1) / math.log(2)
+"""),
+        ("no minus sign", """
+def row_entropy(A):
+    return torch.special.xlogy(A, A).sum(dim=-1)
+"""),
+        ("the mean over the row, not the sum", """
+def row_entropy(A):
+    return -torch.special.xlogy(A, A).mean(dim=-1)
+"""),
+        ("sums over the first axis", """
+def row_entropy(A):
+    return -torch.special.xlogy(A, A).sum(dim=0)
+"""),
+        ("an epsilon inside the log", """
+def row_entropy(A):
+    return -(A * (A + 1e-6).log()).sum(dim=-1)
+"""),
+        ("nan_to_num after the fact, but sums over dim=1", """
+def row_entropy(A):
+    return -torch.nan_to_num(A * A.log()).sum(dim=1)
+"""),
+        ("the entropy of the whole tensor", """
+def row_entropy(A):
+    return -torch.special.xlogy(A, A).sum()
+"""),
+        ("in float32", """
+def row_entropy(A):
+    A = A.float()
+    return -torch.special.xlogy(A, A).sum(dim=-1)
+"""),
+        ("clamps the log's input at 0.01", """
+def row_entropy(A):
+    return -(A * A.clamp_min(1e-2).log()).sum(-1)
 """),
     ],
     "ch07-collate": [

@@ -3,10 +3,12 @@
 - :mod:`companion.data.imdb`: the IMDB reviews (chapter 7), downloaded, checked and cached.
 - :mod:`companion.data.text`: tokenizer, vocabulary and padding of id sequences.
 - :mod:`companion.data.ngrams`: the frequent word-pair (bigram) table.
+- :mod:`companion.data.retrieval`: find the key a query was copied from (chapter 3).
 """
 
 from .imdb import load_imdb, read_imdb
 from .ngrams import count_bigrams
+from .retrieval import random_rotation, retrieval_batch
 from .text import Vocab, pad_batch, tokenize
 
-__all__ = ["load_imdb", "read_imdb", "tokenize", "Vocab", "pad_batch", "count_bigrams"]
+__all__ = ["load_imdb", "read_imdb", "tokenize", "Vocab", "pad_batch", "count_bigrams", "random_rotation", "retrieval_batch"]

@@ -1,6 +1,7 @@
 """Whole models assembled from the building blocks, with their configurations and training
 recipes: one module per model the course trains.
 
+- :mod:`companion.models.retriever`: a one-head retrieval model, with and without 1/sqrt(d_k) (chapter 3).
 - :mod:`companion.models.classifier`: the Transformer sentiment classifier (chapter 7).
 - :mod:`companion.models.training`: its length-bucketed training loop and prediction.
 - :mod:`companion.models.sentiment`: chapter 7's configurations, split, save and load.
@@ -10,5 +11,6 @@ course wing (``companion.course``).
 """
 
 from .classifier import POOLINGS, TransformerClassifier
+from .retriever import SCALINGS, Retriever, train_retriever
 
-__all__ = ["TransformerClassifier", "POOLINGS"]
+__all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever"]

@@ -191,6 +191,14 @@ def _gap_batched(fn):
          "permutes the batch)")
 
 
+def _gap_two_batch_dims(fn):
+    X = torch.arange(24.0).reshape(2, 2, 3, 2).sin()
+    perm = torch.tensor([2, 0, 1])
+    expected = (_cumsum(X[:, :, perm]) - _cumsum(X)[:, :, perm]).abs().max()
+    _gap(fn, _cumsum, X, perm, expected, "X of shape (2, 2, 3, 2): two batch dimensions",
+         "the tokens are on dim -2 however many batch dimensions come first: X[..., perm, :]")
+
+
 def _gap_new_width(fn):
     W = torch.tensor([[1.0, -1.0, 0.0], [2.0, 0.0, 1.0]])  # (2, 3): f changes the width
     X = torch.tensor([[1.0, 2.0], [0.0, 1.0], [3.0, -1.0], [2.0, 2.0]])
@@ -352,9 +360,20 @@ def _masked_padding_content(fn):
     Q, K, V = _QKV
     mask = torch.tensor([[True, True, False, False, False]] * 2)[:, None, :]
     V = V.clone()
-    V[:, 2:] = 1e6  # huge values at padding must get exactly zero weight
-    _masked(fn, Q, K, V, mask, "values of 1e6 at the masked keys",
-            "a masked key must get weight exactly 0 (-inf before the softmax), so its value cannot leak in")
+    V[:, 2:] = 1e30  # huge values at padding must get exactly zero weight
+    _masked(fn, Q, K, V, mask, "values of 1e30 at the masked keys",
+            "a masked key must get weight exactly 0 (-inf before the softmax), so its value cannot leak in; "
+            "a large negative number such as -1e4 or -30 leaves a tiny weight, and 1e30 times it is not small")
+
+
+def _masked_low_scores(fn):
+    Q = torch.tensor([[[-10.0, -10.0]]])  # one query whose allowed scores are far below zero
+    K = torch.tensor([[[10.0, 10.0], [9.0, 9.0], [-10.0, -10.0]]])
+    V = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [5.0, 5.0]]])
+    mask = torch.tensor([[[True, True, False]]])  # the masked key has the largest score by far
+    _masked(fn, Q, K, V, mask, "allowed scores about -141 and -127, the masked key's +141",
+            "set masked scores to -inf before the softmax: a finite fill (-30, -1e4) can exceed the allowed "
+            "scores, and masking after the softmax loses the allowed weights to underflow")
 
 
 def _masked_full_row(fn):
@@ -374,6 +393,29 @@ def _masked_single_key_row(fn):
             "with one allowed key a query must return exactly that key's value")
 
 
+def _masked_gradients(fn):
+    case = "gradients with a fully masked query row (query 1 of 3)"
+    hint = ("training backpropagates through attention: stay in PyTorch operations (no .detach(), "
+            "torch.no_grad()), and make sure no NaN is created anywhere, even in rows you zero out "
+            "afterwards: a NaN forward value gives a NaN gradient (fill with -inf and zero the "
+            "fully masked rows with torch.where, or use torch.finfo(dtype).min)")
+    g = _seeded(26)
+    Q0, K0, V0 = _randn(3, 2, generator=g), _randn(4, 2, generator=g), _randn(4, 3, generator=g)
+    mask = torch.tensor([[True, False, True, False], [False, False, False, False], [True, True, True, True]])
+    Q, K = Q0.clone().requires_grad_(True), K0.clone().requires_grad_(True)
+    got = _masked(fn, Q, K, V0, mask, case, hint)
+    expect_gradient(got, case, hint)
+    weights = torch.arange(9.0).reshape(3, 3)
+    (got * weights).sum().backward()
+    Qr, Kr = Q0.clone().requires_grad_(True), K0.clone().requires_grad_(True)
+    (_attention(Qr, Kr, V0, mask) * weights).sum().backward()  # finite: rows with a key only
+    for name, mine, ref in (("Q", Q.grad, Qr.grad), ("K", K.grad, Kr.grad)):
+        if mine is None or not bool(torch.isfinite(mine).all()) or not torch.allclose(mine, ref, atol=1e-5):
+            shown = "None" if mine is None else mine.tolist()
+            raise Mismatch(f"{case}: the gradient with respect to {name} is {shown}, expected "
+                           f"{ref.tolist()}. Hint: {hint}")
+
+
 def _masked_float64(fn):
     Q, K, V = (x.double() for x in _QKV)
     mask = torch.tensor([[True, False, True, False, True]])
@@ -386,7 +428,8 @@ EXERCISES = (
              (_one_small, _one_last_token, _one_widths, _one_single_token, _one_large_scores, _one_float64,
               _one_gradients), attend_one),
     Exercise("ch02-equivariance-gap", "measure permutation equivariance", "equivariance_gap",
-             (_gap_order_aware, _gap_sign, _gap_equivariant, _gap_batched, _gap_new_width, _gap_float64),
+             (_gap_order_aware, _gap_sign, _gap_equivariant, _gap_batched, _gap_two_batch_dims, _gap_new_width,
+              _gap_float64),
              equivariance_gap),
     Exercise("ch02-cross-attention", "cross-attention with t_q != t_k, d_k != d_v", "cross_attention",
              (_cross_small, _cross_widths, _cross_same_length, _cross_one_query, _cross_batched,
@@ -395,8 +438,8 @@ EXERCISES = (
              (_mask_small, _mask_wider, _mask_empty_and_full, _mask_broadcasts, _mask_batch_of_one),
              lengths_to_mask),
     Exercise("ch02-masked-attention", "masked attention, fully masked rows included", "masked_attention",
-             (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_full_row,
-              _masked_single_key_row, _masked_float64), masked_attention,
+             (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_low_scores,
+              _masked_full_row, _masked_single_key_row, _masked_gradients, _masked_float64), masked_attention,
              forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")),
 )
 

@@ -1,0 +1,230 @@
+"""Chapter 3 exercises: the variance of a dot product, scaled scores, scaling q and k by
+d_k^(-1/4) each, and the entropy of attention rows.
+
+Checks compare with values computed by hand or by plain PyTorch, never with the solutions.
+Their shapes keep every dimension different (n != d_k, t_q != t_k != d_k) and d_k not a perfect
+square, so that the square root of the wrong number, or of a rounded one, does not pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._core import Exercise, Mismatch, call, expect_close, expect_gradient
+
+# --- reference solutions (shown in the book) ------------------------------------
+
+
+def dot_variance(q, k):
+    """q, k (n, d_k): n sample pairs -> the sample variance of the n dot products q_i . k_i."""
+    dots = (q * k).sum(dim=-1)  # (n,): one dot product per sample
+    return dots.var()           # unbiased (divides by n - 1), over the samples
+
+
+def scaled_scores(Q, K):
+    """Q (..., t_q, d_k), K (..., t_k, d_k) -> Q K^T / sqrt(d_k), shape (..., t_q, t_k)."""
+    d_k = Q.shape[-1]
+    return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+
+
+def prescale(Q, K):
+    """(Q, K) each times d_k^(-1/4): their product is Q K^T / sqrt(d_k)."""
+    s = Q.shape[-1] ** -0.25
+    return Q * s, K * s
+
+
+def row_entropy(A):
+    """A (..., t), rows of attention weights -> entropy of each row in nats, (...)."""
+    logs = torch.where(A > 0, A.log(), torch.zeros_like(A))  # 0 log 0 = 0, not NaN
+    return -(A * logs).sum(dim=-1)
+
+
+# --- checks -----------------------------------------------------------------------
+
+_GEN = torch.Generator().manual_seed(3)
+
+
+def _randn(*shape):
+    return torch.randn(*shape, generator=_GEN)
+
+
+# dot_variance ----------------------------------------------------------------------
+
+
+def _var(fn, q, k, case, hint):
+    got = call(fn, case, hint, q=q, k=k)
+    expect_close(got, (q * k).sum(-1).var(), case, hint)
+
+
+def _var_by_hand(fn):
+    q = torch.tensor([[1.0, 0.0], [1.0, 1.0], [2.0, 1.0]])
+    k = torch.tensor([[1.0, 5.0], [1.0, 2.0], [3.0, 1.0]])  # dot products 1, 3, 7: mean 11/3
+    _var(fn, q, k, "3 samples of d_k = 2: dot products 1, 3 and 7, sample variance 28/3",
+         "one dot product per sample (sum over d_k, the last axis), then their variance over the n samples, "
+         "dividing by n - 1 (torch.var's default)")
+
+
+def _var_many(fn):
+    q, k = _randn(50, 7), _randn(50, 7)
+    _var(fn, q, k, "n = 50 samples of d_k = 7",
+         "the variance is over the samples (the n dot products), not over the d_k components; "
+         "q @ k.T would compare every sample with every other")
+
+
+def _var_unbiased(fn):
+    q = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    k = torch.tensor([[1.0, 0.0, 0.0], [5.0, 5.0, 5.0]])  # dot products 2 and 0: variance 2 (n - 1 = 1)
+    _var(fn, q, k, "2 samples: dot products 2 and 0, sample variance 2",
+         "divide by n - 1, as torch.var does by default (unbiased), not by n")
+
+
+def _var_float64(fn):
+    q, k = _randn(20, 5).double(), _randn(20, 5).double()
+    _var(fn, q, k, "float64 samples", "compute in the inputs' dtype and return a 0-dim tensor (no .item())")
+
+
+# scaled_scores ---------------------------------------------------------------------
+
+
+def _scores(fn, Q, K, case, hint):
+    got = call(fn, case, hint, Q=Q, K=K)
+    expect_close(got, Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), case, hint)
+    return got
+
+
+def _scores_by_hand(fn):
+    Q = torch.tensor([[8.0] * 16 + [0.0] * 48, [4.0] * 16 + [2.0] * 48])  # t_q = 2, d_k = 64
+    K = torch.tensor([[1.0] * 64, [0.5] * 64, [0.0] * 64])               # t_k = 3
+    _scores(fn, Q, K, "d_k = 64, raw scores [[128, 64, 0], [160, 80, 0]], divided by 8",
+            "compute Q K^T, shape (t_q, t_k), and divide by sqrt(d_k) = sqrt(64) = 8")
+
+
+def _scores_shapes(fn):
+    _scores(fn, _randn(3, 5), _randn(7, 5), "t_q = 3, t_k = 7, d_k = 5",
+            "divide by sqrt(d_k) = sqrt(Q.shape[-1]): not d_k itself, not sqrt(t_q) or sqrt(t_k), and not "
+            "a rounded root (math.isqrt(5) = 2)")
+
+
+def _scores_batched(fn):
+    _scores(fn, _randn(2, 4, 8), _randn(2, 6, 8), "a batch: Q (2, 4, 8), K (2, 6, 8)",
+            "transpose the last two dimensions of K (K.transpose(-2, -1) or K.mT); K.T reverses them all")
+
+
+def _scores_heads(fn):
+    _scores(fn, _randn(2, 3, 4, 5), _randn(2, 3, 6, 5), "4-D inputs (batch, heads, t, d_k) = (2, 3, 4, 5) and (2, 3, 6, 5)",
+            "transpose the last two dimensions of K, whatever comes before them: K.transpose(-2, -1), not "
+            "permute(0, 2, 1) or transpose(1, -1)")
+
+
+def _scores_float64_gradients(fn):
+    case = "float64 Q that requires gradients, d_k = 3"
+    hint = "compute in the inputs' dtype, in PyTorch operations (no .detach(), .numpy() or torch.no_grad())"
+    Q = _randn(2, 3).double().requires_grad_(True)
+    expect_gradient(_scores(fn, Q, _randn(4, 3).double(), case, hint), case, hint)
+
+
+# prescale ---------------------------------------------------------------------------
+
+
+def _pre(fn, Q, K, case, hint):
+    got = call(fn, case, hint, Q=Q, K=K)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise Mismatch(f"{case}: expected a pair (Q_scaled, K_scaled), got {type(got).__name__}"
+                       f"{'' if not isinstance(got, (tuple, list)) else f' of length {len(got)}'}. Hint: {hint}")
+    s = Q.shape[-1] ** -0.25
+    expect_close(got[0], Q * s, case + ", the scaled Q", hint)
+    expect_close(got[1], K * s, case + ", the scaled K", hint)
+    return got
+
+
+def _pre_by_hand(fn):
+    _pre(fn, torch.full((2, 16), 2.0), torch.full((3, 16), 4.0), "d_k = 16: d_k^(-1/4) = 1/2",
+         "multiply Q and K each by d_k ** -0.25 and return both, as (Q_scaled, K_scaled)")
+
+
+def _pre_product(fn):
+    Q, K = _randn(3, 6), _randn(5, 6)
+    got = _pre(fn, Q, K, "t_q = 3, t_k = 5, d_k = 6",
+               "d_k is the last dimension (Q.shape[-1]), not the length; scale both by d_k ** -0.25, so that "
+               "neither carries the whole 1 / sqrt(d_k)")
+    expect_close(got[0] @ got[1].T, Q @ K.T / math.sqrt(6), "t_q = 3, t_k = 5, d_k = 6: the product",
+                 "the product of the two scaled tensors must be Q K^T / sqrt(d_k)")
+
+
+def _pre_batched_float64(fn):
+    _pre(fn, _randn(2, 3, 10).double(), _randn(2, 4, 10).double(), "float64 batches, d_k = 10",
+         "compute in the inputs' dtype; d_k is Q.shape[-1] whatever the number of dimensions")
+
+
+def _pre_gradients(fn):
+    case = "Q and K that require gradients (W_q and W_k learn through them)"
+    hint = "stay in PyTorch operations: no .detach(), torch.no_grad() or .numpy()"
+    Q, K = _randn(2, 4).requires_grad_(True), _randn(3, 4).requires_grad_(True)
+    got = _pre(fn, Q, K, case, hint)
+    expect_gradient(got[0], case + ", the scaled Q", hint)
+    expect_gradient(got[1], case + ", the scaled K", hint)
+
+
+# row_entropy -----------------------------------------------------------------------
+
+
+def _entropy(fn, A, expected, case, hint):
+    expect_close(call(fn, case, hint, A=A), expected, case, hint)
+
+
+def _entropy_uniform(fn):
+    A = torch.full((2, 4), 0.25)
+    _entropy(fn, A, torch.full((2,), math.log(4)), "two uniform rows of 4: entropy log 4 = 1.3863 nats",
+             "H(a) = -sum_j a_j log a_j with the natural log (torch.log), summed over the last dimension")
+
+
+def _entropy_general(fn):
+    A = torch.softmax(_randn(3, 5), dim=-1)
+    _entropy(fn, A, -(A * A.log()).sum(-1), "3 rows of 5 softmax weights",
+             "sum over the last dimension (one entropy per row), with a minus sign")
+
+
+def _entropy_one_hot(fn):
+    A = torch.tensor([[0.0, 1.0, 0.0], [0.5, 0.5, 0.0]])
+    _entropy(fn, A, torch.tensor([0.0, math.log(2)]), "rows [0, 1, 0] and [0.5, 0.5, 0] (exact zeros)",
+             "0 log 0 is taken as 0: torch.log(0) = -inf and 0 * -inf = NaN, so treat zero weights apart "
+             "(torch.where(A > 0, A.log(), 0), or torch.special.xlogy(A, A))")
+
+
+def _entropy_long_rows(fn):
+    A = torch.full((2, 1000), 1e-3)
+    A[1, :500], A[1, 500:] = 1.6e-3, 4e-4
+    expected = -(A * A.log()).sum(-1)
+    _entropy(fn, A, expected, "rows of 1000 small weights (a uniform row has entropy log 1000 = 6.9078)",
+             "no clamp or epsilon inside the log: clamp_min(0.01) turns log(0.001) into log(0.01); treat only "
+             "exact zeros apart")
+
+
+def _entropy_batched(fn):
+    A = torch.softmax(_randn(2, 3, 4), dim=-1)
+    _entropy(fn, A, -(A * A.log()).sum(-1), "weights of shape (2, 3, 4) (batch, t_q, t_k)",
+             "the rows are along the last dimension whatever the number of dimensions: the result is (2, 3)")
+
+
+def _entropy_float64(fn):
+    A = torch.tensor([[0.1, 0.2, 0.7]], dtype=torch.float64)
+    expected = torch.tensor([-(0.1 * math.log(0.1) + 0.2 * math.log(0.2) + 0.7 * math.log(0.7))], dtype=torch.float64)
+    _entropy(fn, A, expected, "a float64 row [0.1, 0.2, 0.7]",
+             "compute in the input's dtype, and add no epsilon inside the log (it shifts float64 results)")
+
+
+EXERCISES = (
+    Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
+             (_var_by_hand, _var_many, _var_unbiased, _var_float64), dot_variance),
+    Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
+             (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients), scaled_scores),
+    Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
+             (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale),
+    Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
+             (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
+              _entropy_float64), row_entropy),
+)
+
+__all__ = ["EXERCISES", "dot_variance", "scaled_scores", "prescale", "row_entropy", "Mismatch"]
