@@ -371,3 +371,13 @@ def test_plain_pytest_grading_for_classroom(tmp_path):
     assert ok.returncode == 0 and f"{len(EXERCISES) + 1} passed" in ok.stdout, ok.stdout
     stubs = subprocess.run(command, env={**env, "NOTEBOOKS": str(CHAPTERS)}, capture_output=True, text=True, cwd=ROOT)
     assert stubs.returncode == 1 and f"{len(EXERCISES)} failed" in stubs.stdout, stubs.stdout
+
+
+def test_checks_see_the_same_numbers_every_run():
+    """A check that draws fresh random inputs on each call would give the notebook and the grader
+    different messages for the same answer; every wrong answer gets the same message twice."""
+    for exercise_id, wrong in WRONG.items():
+        for _, source in wrong:
+            first = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id)).message
+            again = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id)).message
+            assert first == again, (exercise_id, source)

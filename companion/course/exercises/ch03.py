@@ -43,11 +43,10 @@ def row_entropy(A):
 
 # --- checks -----------------------------------------------------------------------
 
-_GEN = torch.Generator().manual_seed(3)
-
-
-def _randn(*shape):
-    return torch.randn(*shape, generator=_GEN)
+def _draws(seed):
+    """``randn(*shape)`` from a generator seeded here: every run of a check sees the same numbers."""
+    generator = torch.Generator().manual_seed(seed)
+    return lambda *shape: torch.randn(*shape, generator=generator)
 
 
 # dot_variance ----------------------------------------------------------------------
@@ -67,6 +66,7 @@ def _var_by_hand(fn):
 
 
 def _var_many(fn):
+    _randn = _draws(30)
     q, k = _randn(50, 7), _randn(50, 7)
     _var(fn, q, k, "n = 50 samples of d_k = 7",
          "the variance is over the samples (the n dot products), not over the d_k components; "
@@ -81,6 +81,7 @@ def _var_unbiased(fn):
 
 
 def _var_float64(fn):
+    _randn = _draws(31)
     q, k = _randn(20, 5).double(), _randn(20, 5).double()
     _var(fn, q, k, "float64 samples", "compute in the inputs' dtype and return a 0-dim tensor (no .item())")
 
@@ -102,23 +103,27 @@ def _scores_by_hand(fn):
 
 
 def _scores_shapes(fn):
+    _randn = _draws(32)
     _scores(fn, _randn(3, 5), _randn(7, 5), "t_q = 3, t_k = 7, d_k = 5",
             "divide by sqrt(d_k) = sqrt(Q.shape[-1]): not d_k itself, not sqrt(t_q) or sqrt(t_k), and not "
             "a rounded root (math.isqrt(5) = 2)")
 
 
 def _scores_batched(fn):
+    _randn = _draws(33)
     _scores(fn, _randn(2, 4, 8), _randn(2, 6, 8), "a batch: Q (2, 4, 8), K (2, 6, 8)",
             "transpose the last two dimensions of K (K.transpose(-2, -1) or K.mT); K.T reverses them all")
 
 
 def _scores_heads(fn):
+    _randn = _draws(34)
     _scores(fn, _randn(2, 3, 4, 5), _randn(2, 3, 6, 5), "4-D inputs (batch, heads, t, d_k) = (2, 3, 4, 5) and (2, 3, 6, 5)",
             "transpose the last two dimensions of K, whatever comes before them: K.transpose(-2, -1), not "
             "permute(0, 2, 1) or transpose(1, -1)")
 
 
 def _scores_float64_gradients(fn):
+    _randn = _draws(35)
     case = "float64 Q that requires gradients, d_k = 3"
     hint = "compute in the inputs' dtype, in PyTorch operations (no .detach(), .numpy() or torch.no_grad())"
     Q = _randn(2, 3).double().requires_grad_(True)
@@ -145,6 +150,7 @@ def _pre_by_hand(fn):
 
 
 def _pre_product(fn):
+    _randn = _draws(36)
     Q, K = _randn(3, 6), _randn(5, 6)
     got = _pre(fn, Q, K, "t_q = 3, t_k = 5, d_k = 6",
                "d_k is the last dimension (Q.shape[-1]), not the length; scale both by d_k ** -0.25, so that "
@@ -154,11 +160,13 @@ def _pre_product(fn):
 
 
 def _pre_batched_float64(fn):
+    _randn = _draws(37)
     _pre(fn, _randn(2, 3, 10).double(), _randn(2, 4, 10).double(), "float64 batches, d_k = 10",
          "compute in the inputs' dtype; d_k is Q.shape[-1] whatever the number of dimensions")
 
 
 def _pre_gradients(fn):
+    _randn = _draws(38)
     case = "Q and K that require gradients (W_q and W_k learn through them)"
     hint = "stay in PyTorch operations: no .detach(), torch.no_grad() or .numpy()"
     Q, K = _randn(2, 4).requires_grad_(True), _randn(3, 4).requires_grad_(True)
@@ -181,6 +189,7 @@ def _entropy_uniform(fn):
 
 
 def _entropy_general(fn):
+    _randn = _draws(39)
     A = torch.softmax(_randn(3, 5), dim=-1)
     _entropy(fn, A, -(A * A.log()).sum(-1), "3 rows of 5 softmax weights",
              "sum over the last dimension (one entropy per row), with a minus sign")
@@ -203,6 +212,7 @@ def _entropy_long_rows(fn):
 
 
 def _entropy_batched(fn):
+    _randn = _draws(40)
     A = torch.softmax(_randn(2, 3, 4), dim=-1)
     _entropy(fn, A, -(A * A.log()).sum(-1), "weights of shape (2, 3, 4) (batch, t_q, t_k)",
              "the rows are along the last dimension whatever the number of dimensions: the result is (2, 3)")
@@ -220,11 +230,11 @@ EXERCISES = (
              (_var_by_hand, _var_many, _var_unbiased, _var_float64), dot_variance),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
              (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients), scaled_scores),
-    Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
-             (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
               _entropy_float64), row_entropy),
+    Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
+             (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale),
 )
 
 __all__ = ["EXERCISES", "dot_variance", "scaled_scores", "prescale", "row_entropy", "Mismatch"]
