@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ._core import Exercise, Mismatch, call, expect_close, expect_equal, expect_gradient
+from ._core import Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -61,17 +61,7 @@ def masked_attention(Q, K, V, mask):
 
 # --- checks -----------------------------------------------------------------------
 
-_GEN = torch.Generator().manual_seed(2)
-
-
-def _randn(*shape, generator=_GEN):
-    """Module-level data draws from _GEN once, at import; a check draws from its own seeded generator,
-    so that every run of a check sees the same numbers."""
-    return torch.randn(*shape, generator=generator)
-
-
-def _seeded(seed):
-    return torch.Generator().manual_seed(seed)
+_randn = draws(2)  # the module's constants, drawn once at import; each check makes its own
 
 
 def _attention(Q, K, V, mask=None):
@@ -176,7 +166,7 @@ def _gap_sign(fn):
 
 
 def _gap_equivariant(fn):
-    X = _randn(5, 3, generator=_seeded(25))
+    X = draws(25)(5, 3)
     _gap(fn, _self_attend, X, torch.tensor([3, 0, 4, 1, 2]), 0.0,
          "f = parameter-free self-attention on (5, 3): permutation equivariant, the gap is about 0",
          "apply the permutation to the tokens (rows, dim -2), not to the features", atol=1e-5)
@@ -245,9 +235,9 @@ def _cross_widths(fn):
 
 
 def _cross_same_length(fn):
-    g = _seeded(21)
-    Y, X = _randn(4, 3, generator=g), _randn(4, 3, generator=g)
-    W_q, W_k, W_v = (_randn(3, 3, generator=g) for _ in range(3))
+    randn = draws(21)
+    Y, X = randn(4, 3), randn(4, 3)
+    W_q, W_k, W_v = (randn(3, 3) for _ in range(3))
     _cross(fn, Y, X, W_q, W_k, W_v, "t_q = t_k = 4 and every width 3 (Y and X still different)",
            "the queries come from Y, the keys and values from X (not the other way round)")
 
@@ -349,8 +339,8 @@ def _masked_padding(fn):
 
 
 def _masked_causal(fn):
-    g = _seeded(22)
-    Q, K, V = _randn(2, 4, 3, generator=g), _randn(2, 4, 3, generator=g), _randn(2, 4, 5, generator=g)
+    randn = draws(22)
+    Q, K, V = randn(2, 4, 3), randn(2, 4, 3), randn(2, 4, 5)
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
     _masked(fn, Q, K, V, mask, "a causal (4, 4) mask for a batch of 2",
             "query i may attend to keys 0..i only; the (t_q, t_k) mask broadcasts over the batch")
@@ -377,8 +367,8 @@ def _masked_low_scores(fn):
 
 
 def _masked_full_row(fn):
-    g = _seeded(23)
-    Q, K, V = _randn(1, 3, 2, generator=g), _randn(1, 4, 2, generator=g), _randn(1, 4, 3, generator=g)
+    randn = draws(23)
+    Q, K, V = randn(1, 3, 2), randn(1, 4, 2), randn(1, 4, 3)
     mask = torch.tensor([[True, True, False, False], [False, False, False, False], [True, True, True, True]])
     _masked(fn, Q, K, V, mask, "query 1 may attend to no key at all (a fully masked row)",
             "softmax over a row of -inf is 0/0 = NaN; return zeros for such a row (torch.nan_to_num, or "
@@ -386,8 +376,8 @@ def _masked_full_row(fn):
 
 
 def _masked_single_key_row(fn):
-    g = _seeded(24)
-    Q, K, V = _randn(3, 2, generator=g), _randn(3, 2, generator=g), _randn(3, 4, generator=g)
+    randn = draws(24)
+    Q, K, V = randn(3, 2), randn(3, 2), randn(3, 4)
     mask = torch.tensor([[False, True, False], [True, False, False], [False, False, True]])
     _masked(fn, Q, K, V, mask, "each query may attend to exactly one key (unbatched, t = 3)",
             "with one allowed key a query must return exactly that key's value")
@@ -399,8 +389,8 @@ def _masked_gradients(fn):
             "torch.no_grad()), and make sure no NaN is created anywhere, even in rows you zero out "
             "afterwards: a NaN forward value gives a NaN gradient (fill with -inf and zero the "
             "fully masked rows with torch.where, or use torch.finfo(dtype).min)")
-    g = _seeded(26)
-    Q0, K0, V0 = _randn(3, 2, generator=g), _randn(4, 2, generator=g), _randn(4, 3, generator=g)
+    randn = draws(26)
+    Q0, K0, V0 = randn(3, 2), randn(4, 2), randn(4, 3)
     mask = torch.tensor([[True, False, True, False], [False, False, False, False], [True, True, True, True]])
     Q, K = Q0.clone().requires_grad_(True), K0.clone().requires_grad_(True)
     got = _masked(fn, Q, K, V0, mask, case, hint)

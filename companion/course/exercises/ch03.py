@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ._core import Exercise, Mismatch, call, expect_close, expect_gradient
+from ._core import Exercise, Mismatch, call, draws, expect_close, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -43,12 +43,6 @@ def row_entropy(A):
 
 # --- checks -----------------------------------------------------------------------
 
-def _draws(seed):
-    """``randn(*shape)`` from a generator seeded here: every run of a check sees the same numbers."""
-    generator = torch.Generator().manual_seed(seed)
-    return lambda *shape: torch.randn(*shape, generator=generator)
-
-
 # dot_variance ----------------------------------------------------------------------
 
 
@@ -66,8 +60,8 @@ def _var_by_hand(fn):
 
 
 def _var_many(fn):
-    _randn = _draws(30)
-    q, k = _randn(50, 7), _randn(50, 7)
+    randn = draws(30)
+    q, k = randn(50, 7), randn(50, 7)
     _var(fn, q, k, "n = 50 samples of d_k = 7",
          "the variance is over the samples (the n dot products), not over the d_k components; "
          "q @ k.T would compare every sample with every other")
@@ -81,8 +75,8 @@ def _var_unbiased(fn):
 
 
 def _var_float64(fn):
-    _randn = _draws(31)
-    q, k = _randn(20, 5).double(), _randn(20, 5).double()
+    randn = draws(31)
+    q, k = randn(20, 5).double(), randn(20, 5).double()
     _var(fn, q, k, "float64 samples", "compute in the inputs' dtype and return a 0-dim tensor (no .item())")
 
 
@@ -103,31 +97,31 @@ def _scores_by_hand(fn):
 
 
 def _scores_shapes(fn):
-    _randn = _draws(32)
-    _scores(fn, _randn(3, 5), _randn(7, 5), "t_q = 3, t_k = 7, d_k = 5",
+    randn = draws(32)
+    _scores(fn, randn(3, 5), randn(7, 5), "t_q = 3, t_k = 7, d_k = 5",
             "divide by sqrt(d_k) = sqrt(Q.shape[-1]): not d_k itself, not sqrt(t_q) or sqrt(t_k), and not "
             "a rounded root (math.isqrt(5) = 2)")
 
 
 def _scores_batched(fn):
-    _randn = _draws(33)
-    _scores(fn, _randn(2, 4, 8), _randn(2, 6, 8), "a batch: Q (2, 4, 8), K (2, 6, 8)",
+    randn = draws(33)
+    _scores(fn, randn(2, 4, 8), randn(2, 6, 8), "a batch: Q (2, 4, 8), K (2, 6, 8)",
             "transpose the last two dimensions of K (K.transpose(-2, -1) or K.mT); K.T reverses them all")
 
 
 def _scores_heads(fn):
-    _randn = _draws(34)
-    _scores(fn, _randn(2, 3, 4, 5), _randn(2, 3, 6, 5), "4-D inputs (batch, heads, t, d_k) = (2, 3, 4, 5) and (2, 3, 6, 5)",
+    randn = draws(34)
+    _scores(fn, randn(2, 3, 4, 5), randn(2, 3, 6, 5), "4-D inputs (batch, heads, t, d_k) = (2, 3, 4, 5) and (2, 3, 6, 5)",
             "transpose the last two dimensions of K, whatever comes before them: K.transpose(-2, -1), not "
             "permute(0, 2, 1) or transpose(1, -1)")
 
 
 def _scores_float64_gradients(fn):
-    _randn = _draws(35)
+    randn = draws(35)
     case = "float64 Q that requires gradients, d_k = 3"
     hint = "compute in the inputs' dtype, in PyTorch operations (no .detach(), .numpy() or torch.no_grad())"
-    Q = _randn(2, 3).double().requires_grad_(True)
-    expect_gradient(_scores(fn, Q, _randn(4, 3).double(), case, hint), case, hint)
+    Q = randn(2, 3).double().requires_grad_(True)
+    expect_gradient(_scores(fn, Q, randn(4, 3).double(), case, hint), case, hint)
 
 
 # prescale ---------------------------------------------------------------------------
@@ -150,8 +144,8 @@ def _pre_by_hand(fn):
 
 
 def _pre_product(fn):
-    _randn = _draws(36)
-    Q, K = _randn(3, 6), _randn(5, 6)
+    randn = draws(36)
+    Q, K = randn(3, 6), randn(5, 6)
     got = _pre(fn, Q, K, "t_q = 3, t_k = 5, d_k = 6",
                "d_k is the last dimension (Q.shape[-1]), not the length; scale both by d_k ** -0.25, so that "
                "neither carries the whole 1 / sqrt(d_k)")
@@ -160,16 +154,16 @@ def _pre_product(fn):
 
 
 def _pre_batched_float64(fn):
-    _randn = _draws(37)
-    _pre(fn, _randn(2, 3, 10).double(), _randn(2, 4, 10).double(), "float64 batches, d_k = 10",
+    randn = draws(37)
+    _pre(fn, randn(2, 3, 10).double(), randn(2, 4, 10).double(), "float64 batches, d_k = 10",
          "compute in the inputs' dtype; d_k is Q.shape[-1] whatever the number of dimensions")
 
 
 def _pre_gradients(fn):
-    _randn = _draws(38)
+    randn = draws(38)
     case = "Q and K that require gradients (W_q and W_k learn through them)"
     hint = "stay in PyTorch operations: no .detach(), torch.no_grad() or .numpy()"
-    Q, K = _randn(2, 4).requires_grad_(True), _randn(3, 4).requires_grad_(True)
+    Q, K = randn(2, 4).requires_grad_(True), randn(3, 4).requires_grad_(True)
     got = _pre(fn, Q, K, case, hint)
     expect_gradient(got[0], case + ", the scaled Q", hint)
     expect_gradient(got[1], case + ", the scaled K", hint)
@@ -189,8 +183,8 @@ def _entropy_uniform(fn):
 
 
 def _entropy_general(fn):
-    _randn = _draws(39)
-    A = torch.softmax(_randn(3, 5), dim=-1)
+    randn = draws(39)
+    A = torch.softmax(randn(3, 5), dim=-1)
     _entropy(fn, A, -(A * A.log()).sum(-1), "3 rows of 5 softmax weights",
              "sum over the last dimension (one entropy per row), with a minus sign")
 
@@ -212,8 +206,8 @@ def _entropy_long_rows(fn):
 
 
 def _entropy_batched(fn):
-    _randn = _draws(40)
-    A = torch.softmax(_randn(2, 3, 4), dim=-1)
+    randn = draws(40)
+    A = torch.softmax(randn(2, 3, 4), dim=-1)
     _entropy(fn, A, -(A * A.log()).sum(-1), "weights of shape (2, 3, 4) (batch, t_q, t_k)",
              "the rows are along the last dimension whatever the number of dimensions: the result is (2, 3)")
 
