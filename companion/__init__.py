@@ -30,8 +30,10 @@ from .bigram_embedding import BigramEmbedding
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
-from .models import POOLINGS, SCALINGS, Retriever, TransformerClassifier, train_retriever
-from .data import Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize
+from .models import (POOLINGS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, train_retriever,
+                     train_two_relations, two_relations_accuracy)
+from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
+                   two_relations_batch)
 
 __version__ = "0.1.0"
 
@@ -52,6 +54,10 @@ __all__ = [
     "train_retriever",
     # chapter 4: multi-head attention
     "MultiHeadAttention",
+    "two_relations_batch",
+    "TwoRelations",
+    "train_two_relations",
+    "two_relations_accuracy",
     # chapter 5: positional encoding
     "sinusoidal_encoding",
     "SinusoidalPositionalEncoding",

@@ -123,6 +123,7 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        head_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -139,6 +140,9 @@ class MultiHeadAttention(nn.Module):
             need_weights: also return the attention weights. Without them the fused
                 ``F.scaled_dot_product_attention`` kernel runs; with them the explicit
                 formula :func:`companion.scaled_dot_product_attention` does (same result).
+            head_mask: optional ``(num_heads,)`` float factors, one per head, multiplying
+                each head's output before ``W_o`` mixes them: ``0`` removes a head (the
+                ablation of chapter 4), ``1`` keeps it. The returned weights are unchanged.
 
         Returns:
             ``(output, weights)``: output ``(batch, t_q, d_model)``; weights
@@ -150,6 +154,8 @@ class MultiHeadAttention(nn.Module):
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
                 mask = mask.unsqueeze(1)  # (batch, 1, t_q, t_k): the same mask for every head
             check_mask(mask, (batch, self.num_heads, t_q, t_k), what="(batch, num_heads, t_q, t_k)")
+        if head_mask is not None:
+            self._check_head_mask(head_mask, query)
 
         Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
         Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
@@ -159,7 +165,18 @@ class MultiHeadAttention(nn.Module):
         else:  # the fused kernel computes the same softmax(Q K^T / sqrt(d_k)) V without storing the weights
             heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, dropout_p=dropout_p)
             weights = None
+        if head_mask is not None:  # (num_heads,) -> (num_heads, 1, 1): one factor per head
+            heads = heads * head_mask.view(self.num_heads, 1, 1)
         return self.W_o(self.merge_heads(heads)), weights  # (batch, t_q, d_model)
+
+    def _check_head_mask(self, head_mask, query) -> None:
+        check_tensor("head_mask", head_mask, ndim=1, shape_doc="(num_heads,)")
+        if head_mask.size(0) != self.num_heads:
+            raise ValueError(
+                f"head_mask must have shape (num_heads,) = ({self.num_heads},), one factor per head "
+                f"(1 keeps a head, 0 removes it), got shape {tuple(head_mask.shape)}"
+            )
+        check_same_dtype_device(query=query, head_mask=head_mask)
 
     def _check_inputs(self, query, key, value) -> None:
         check_tensor("query", query, ndim=3, shape_doc="(batch, t_q, d_model)")

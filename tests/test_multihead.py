@@ -140,3 +140,37 @@ def test_copy_weights_back_from_pytorch():
     ours = copy_weights(theirs, MultiHeadAttention(12, 3, kdim=5, vdim=7).double())
     q, k, v = torch.randn(2, 4, 12).double(), torch.randn(2, 6, 5).double(), torch.randn(2, 6, 7).double()
     assert_close(ours(q, k, v)[0], theirs(q, k, v, need_weights=False)[0], torch.float64, "output")
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_head_mask_zeroes_one_head_before_w_o(need_weights):
+    """head_mask = 0 for head h equals zeroing that head's d_k columns of W_o's input (chapter 4's ablation)."""
+    mha = MultiHeadAttention(12, 3).double()
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    full, w_full = mha(x, x, x, need_weights=need_weights)
+    ones, _ = mha(x, x, x, need_weights=need_weights, head_mask=torch.ones(3, dtype=torch.float64))
+    torch.testing.assert_close(ones, full)
+    seen = {}
+    hook = mha.W_o.register_forward_pre_hook(lambda module, args: seen.update(concat=args[0]))
+    mha(x, x, x)
+    hook.remove()
+    concat = seen["concat"].clone()  # (batch, t, d_model): the heads side by side
+    concat[..., 4:8] = 0.0  # head 1 holds columns d_k .. 2 d_k - 1
+    ablated, w = mha(x, x, x, need_weights=need_weights, head_mask=torch.tensor([1.0, 0.0, 1.0]).double())
+    torch.testing.assert_close(ablated, mha.W_o(concat))
+    assert not torch.allclose(ablated, full)
+    if need_weights:
+        torch.testing.assert_close(w, w_full)  # the weights are reported unchanged
+
+
+def test_head_mask_errors():
+    mha = MultiHeadAttention(12, 3)
+    x = torch.randn(2, 5, 12)
+    with pytest.raises(ValueError, match=r"head_mask must have shape \(num_heads,\) = \(3,\)"):
+        mha(x, x, x, head_mask=torch.ones(4))
+    with pytest.raises(ValueError, match="head_mask must be 1-D"):
+        mha(x, x, x, head_mask=torch.ones(1, 3))
+    with pytest.raises(TypeError, match="head_mask must be a floating-point tensor"):
+        mha(x, x, x, head_mask=torch.tensor([1, 0, 1]))
+    with pytest.raises(TypeError, match="same dtype"):
+        mha(x, x, x, head_mask=torch.ones(3, dtype=torch.float64))

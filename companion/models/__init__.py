@@ -2,6 +2,7 @@
 recipes: one module per model the course trains.
 
 - :mod:`companion.models.retriever`: a one-head retrieval model, with and without 1/sqrt(d_k) (chapter 3).
+- :mod:`companion.models.two_relations`: one multi-head layer whose heads specialise (chapter 4).
 - :mod:`companion.models.classifier`: the Transformer sentiment classifier (chapter 7).
 - :mod:`companion.models.training`: its length-bucketed training loop and prediction.
 - :mod:`companion.models.sentiment`: chapter 7's configurations, split, save and load.
@@ -12,5 +13,7 @@ course wing (``companion.course``).
 
 from .classifier import POOLINGS, TransformerClassifier
 from .retriever import SCALINGS, Retriever, train_retriever
+from .two_relations import TwoRelations, train_two_relations, two_relations_accuracy
 
-__all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever"]
+__all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
+           "two_relations_accuracy"]
