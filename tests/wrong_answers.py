@@ -734,6 +734,261 @@ def row_entropy(A):
     return -(A * A.clamp_min(1e-2).log()).sum(-1)
 """),
     ],
+    "ch04-split-heads": [
+        ("reshape without the transpose", """
+def split_heads(x, num_heads):
+    batch, t, d_model = x.shape
+    return x.reshape(batch, num_heads, t, d_model // num_heads)
+"""),
+        ("view without the transpose", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    return x.view(b, num_heads, t, d // num_heads)
+"""),
+        ("(d_k, num_heads) order: interleaved heads", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    return x.reshape(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)
+"""),
+        ("transposes first, then reshapes", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    return x.transpose(1, 2).reshape(b, num_heads, t, d // num_heads)
+"""),
+        ("no transpose at all: (batch, t, h, d_k)", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    return x.reshape(b, t, num_heads, d // num_heads)
+"""),
+        ("transpose(1, 3): (batch, d_k, h, t)", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    return x.reshape(b, t, num_heads, d // num_heads).transpose(1, 3)
+"""),
+        ("chunks along t instead of d_model", """
+def split_heads(x, num_heads):
+    return torch.stack(x.chunk(num_heads, dim=1), dim=1)
+"""),
+        ("heads in reverse order", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    return x.reshape(b, t, num_heads, d // num_heads).transpose(1, 2).flip(1)
+"""),
+        ("fixed sizes from the first example", """
+def split_heads(x, num_heads):
+    return x.reshape(1, 2, 2, 2).transpose(1, 2)
+"""),
+        ("numpy round trip: no gradient", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    a = x.detach().numpy().reshape(b, t, num_heads, d // num_heads)
+    return torch.from_numpy(a.transpose(0, 2, 1, 3).copy())
+"""),
+    ],
+    "ch04-merge-heads": [
+        ("reshape without the transpose", """
+def merge_heads(x):
+    b, h, t, d_k = x.shape
+    return x.reshape(b, t, h * d_k)
+"""),
+        ("view after the transpose (not contiguous)", """
+def merge_heads(x):
+    b, h, t, d_k = x.shape
+    return x.transpose(1, 2).view(b, t, h * d_k)
+"""),
+        ("interleaved: d_k before heads", """
+def merge_heads(x):
+    b, h, t, d_k = x.shape
+    return x.permute(0, 2, 3, 1).reshape(b, t, h * d_k)
+"""),
+        ("heads in reverse order", """
+def merge_heads(x):
+    return torch.cat(list(x.unbind(dim=1))[::-1], dim=-1)
+"""),
+        ("averages the heads", """
+def merge_heads(x):
+    return x.mean(dim=1)
+"""),
+        ("forgets to flatten: (batch, t, h, d_k)", """
+def merge_heads(x):
+    return x.transpose(1, 2)
+"""),
+        ("squeezes the batch axis", """
+def merge_heads(x):
+    b, h, t, d_k = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d_k).squeeze()
+"""),
+        ("concatenates along t", """
+def merge_heads(x):
+    return torch.cat(x.unbind(dim=1), dim=1)
+"""),
+        ("float32 result", """
+def merge_heads(x):
+    b, h, t, d_k = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d_k).float()
+"""),
+    ],
+    "ch04-multi-head": [
+        ("forgets W_o", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    heads = []
+    for i in range(W_q.shape[0]):
+        q, k, v = X_q @ W_q[i], X_kv @ W_k[i], X_kv @ W_v[i]
+        a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        heads.append(a @ v)
+    return torch.cat(heads, dim=-1)
+"""),
+        ("heads concatenated in reverse order", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    heads = []
+    for i in reversed(range(W_q.shape[0])):
+        q, k, v = X_q @ W_q[i], X_kv @ W_k[i], X_kv @ W_v[i]
+        a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        heads.append(a @ v)
+    return torch.cat(heads, dim=-1) @ W_o
+"""),
+        ("divides by sqrt(d_model)", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(X_q.shape[-1])
+    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+"""),
+        ("divides by sqrt(d_v)", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(V.shape[-1])
+    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+"""),
+        ("keys and values from X_q (self-attention only)", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_q, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_q, W_v)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
+    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+"""),
+        ("merges without the transpose", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
+    Z = torch.softmax(s, dim=-1) @ V
+    b, h, t, d_v = Z.shape
+    return Z.reshape(b, t, h * d_v) @ W_o
+"""),
+        ("softmax over the queries", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
+    return merge_heads(torch.softmax(s, dim=-2) @ V) @ W_o
+"""),
+        ("W_o applied to every head, then summed", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    out = 0
+    for i in range(W_q.shape[0]):
+        q, k, v = X_q @ W_q[i], X_kv @ W_k[i], X_kv @ W_v[i]
+        a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        out = out + (a @ v) @ W_o[:v.shape[-1]]
+    return out
+"""),
+        ("no scaling", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    return merge_heads(torch.softmax(Q @ K.transpose(-2, -1), dim=-1) @ V) @ W_o
+"""),
+        ("computes in float32", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    X_q, X_kv, W_q, W_k, W_v, W_o = (x.float() for x in (X_q, X_kv, W_q, W_k, W_v, W_o))
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
+    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+"""),
+        ("uses F.scaled_dot_product_attention (forbidden)", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    return merge_heads(F.scaled_dot_product_attention(Q, K, V)) @ W_o
+"""),
+    ],
+    "ch04-ablate-head": [
+        ("zeroes Z in place", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    Z[..., head * d_k:(head + 1) * d_k] = 0
+    return Z
+"""),
+        ("every num_heads-th column (interleaved)", """
+def ablate_head(Z, num_heads, head):
+    Z = Z.clone()
+    Z[..., head::num_heads] = 0
+    return Z
+"""),
+        ("starts at head * num_heads", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    Z = Z.clone()
+    Z[..., head * num_heads:head * num_heads + d_k] = 0
+    return Z
+"""),
+        ("zeroes a token, not a head", """
+def ablate_head(Z, num_heads, head):
+    Z = Z.clone()
+    Z[:, head] = 0
+    return Z
+"""),
+        ("keeps only the head", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    keep = torch.zeros(Z.shape[-1], dtype=Z.dtype)
+    keep[head * d_k:(head + 1) * d_k] = 1
+    return Z * keep
+"""),
+        ("heads numbered from 1", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    Z = Z.clone()
+    Z[..., (head - 1) * d_k:head * d_k] = 0
+    return Z
+"""),
+        ("assumes a batch axis: Z[:, :, a:b]", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    Z = Z.clone()
+    Z[:, :, head * d_k:(head + 1) * d_k] = 0
+    return Z
+"""),
+        ("block one column too short", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    Z = Z.clone()
+    Z[..., head * d_k:(head + 1) * d_k - 1] = 0
+    return Z
+"""),
+        ("detaches: no gradient", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    Z = Z.detach().clone()
+    Z[..., head * d_k:(head + 1) * d_k] = 0
+    return Z
+"""),
+        ("removes the columns instead of zeroing them", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    return torch.cat([Z[..., :head * d_k], Z[..., (head + 1) * d_k:]], dim=-1)
+"""),
+    ],
     "ch07-collate": [
         ("pads to max_len", """
 def collate(sequences, max_len, pad_id=0):
