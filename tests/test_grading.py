@@ -233,6 +233,18 @@ def test_replacing_a_pytorch_function_does_not_switch_the_checks_off(tmp_path):
     assert not result.passed and "replaced torch.allclose" in result.message, result.message
 
 
+def test_pytorch_wrapping_its_own_functions_is_not_a_learner_change():
+    """Loading torch._dynamo (torch.compile, the FLOP counter of chapter 4) wraps torch.manual_seed;
+    a notebook that did so before an exercise must still get its verdict."""
+    source = "import torch._dynamo\n" + solution("ch01-softargmax")
+    assert evaluate(EXERCISES["ch01-softargmax"], source).passed
+    disguised = ("import functools\n"
+                 "torch.allclose = functools.wraps(torch.allclose)(lambda *a, **k: True)\n"
+                 "def softargmax(scores, beta=1.0):\n    return scores * 0\n")
+    result = evaluate(EXERCISES["ch01-softargmax"], disguised)
+    assert not result.passed and "replaced torch.allclose" in result.message, result.message
+
+
 DELIBERATE = {
     "a Tensor method overridden": ("torch.Tensor.__matmul__ = lambda a, b: b\n"
                                    "def self_attention(X, beta=1.0):\n    return X.clone()\n",

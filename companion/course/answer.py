@@ -18,6 +18,7 @@ import ast
 import builtins
 import contextlib
 import inspect
+import os
 import io
 import math
 import re
@@ -48,6 +49,27 @@ class Result:
     passed: bool
     message: str
     checks_run: int = 0
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+def _pytorch_wrapper_of(value, original) -> bool:
+    """Whether ``value`` is PyTorch's own wrapper around ``original``.
+
+    When ``torch._dynamo`` loads (``torch.compile``, or the FLOP counter of chapter 4), it
+    wraps ``torch.manual_seed`` in a function of its own. That is not a learner's change: every
+    function from ``value`` down its ``__wrapped__`` chain to ``original`` must be defined in
+    PyTorch's files, so ``functools.wraps(torch.allclose)(lambda *a: True)`` is still caught.
+    """
+    for _ in range(8):
+        if value is original:
+            return True
+        code = getattr(value, "__code__", None)
+        if code is None or not os.path.abspath(code.co_filename).startswith(_TORCH_DIR):
+            return False
+        value = getattr(value, "__wrapped__", None)
+    return False
 
 
 class Guard:
@@ -83,7 +105,8 @@ class Guard:
         for name, module in self.modules.items():
             now = vars(module)
             found += [f"{name}.{key}" for key, value in self.saved[name].items()
-                      if key in now and now[key] is not value and not key.startswith("__")]
+                      if key in now and now[key] is not value and not key.startswith("__")
+                      and not _pytorch_wrapper_of(now[key], value)]
         missing = object()
         for name, cls in self.CLASSES.items():
             found += [f"{name}.{key}" for key, value in self.saved_classes[name].items()

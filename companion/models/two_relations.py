@@ -45,6 +45,25 @@ class TwoRelations(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads)
         self.head = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.ReLU(), nn.Linear(4 * d_model, vocab_size))
 
+    def embed(self, tokens: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+        """The attention layer's input: symbol + mark + position embeddings.
+
+        Args:
+            tokens: int64 ``(batch, t)``, ``t <= max_len``.
+            marked: bool ``(batch, t)``.
+
+        Returns:
+            ``(batch, t, d_model)``.
+        """
+        t = tokens.size(-1)
+        if tokens.shape != marked.shape or tokens.dim() != 2:
+            raise ValueError(f"tokens and marked must both be (batch, t), got {tuple(tokens.shape)} "
+                             f"and {tuple(marked.shape)}")
+        if t > self.max_len:
+            raise ValueError(f"sequences of length {t} are longer than max_len={self.max_len}; "
+                             f"build the model with max_len >= {t}")
+        return self.symbol(tokens) + self.mark(marked.long()) + self.position.weight[:t]  # (batch, t, d_model)
+
     def forward(
         self,
         tokens: torch.Tensor,
@@ -65,14 +84,7 @@ class TwoRelations(nn.Module):
             ``(logits, weights)``: logits ``(batch, t, vocab_size)``; weights
             ``(batch, num_heads, t, t)`` or ``None``.
         """
-        t = tokens.size(-1)
-        if tokens.shape != marked.shape or tokens.dim() != 2:
-            raise ValueError(f"tokens and marked must both be (batch, t), got {tuple(tokens.shape)} "
-                             f"and {tuple(marked.shape)}")
-        if t > self.max_len:
-            raise ValueError(f"sequences of length {t} are longer than max_len={self.max_len}; "
-                             f"build the model with max_len >= {t}")
-        e = self.symbol(tokens) + self.mark(marked.long()) + self.position.weight[:t]  # (batch, t, d_model)
+        e = self.embed(tokens, marked)  # (batch, t, d_model)
         a, weights = self.attention(e, e, e, need_weights=need_weights, head_mask=head_mask)
         return self.head(e + a), weights  # (batch, t, vocab_size)
 
