@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 from nbclient import NotebookClient
 
 from companion.course import check
@@ -233,9 +234,11 @@ def test_replacing_a_pytorch_function_does_not_switch_the_checks_off(tmp_path):
     assert not result.passed and "replaced torch.allclose" in result.message, result.message
 
 
-def test_pytorch_wrapping_its_own_functions_is_not_a_learner_change():
+def test_pytorch_wrapping_its_own_functions_is_not_a_learner_change(monkeypatch):
     """Loading torch._dynamo (torch.compile, the FLOP counter of chapter 4) wraps torch.manual_seed;
     a notebook that did so before an exercise must still get its verdict."""
+    # the disguised cheat below runs in this process: put torch.allclose back afterwards
+    monkeypatch.setattr(torch, "allclose", torch.allclose)
     source = "import torch._dynamo\n" + solution("ch01-softargmax")
     assert evaluate(EXERCISES["ch01-softargmax"], source).passed
     disguised = ("import functools\n"
