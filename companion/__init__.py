@@ -21,7 +21,8 @@ Every public name below is importable as ``from companion import ...``.
 from .attention import hardargmax, scaled_dot_product_attention, softargmax
 from .masks import causal_mask, from_key_padding_mask, padding_mask
 from .multihead import MultiHeadAttention
-from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding
+from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding, sinusoidal_shift
+from .rotary import apply_rotary, rotary_angles
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .layers import DecoderLayer, EncoderLayer
@@ -30,10 +31,11 @@ from .bigram_embedding import BigramEmbedding
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
-from .models import (POOLINGS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, train_retriever,
-                     train_two_relations, two_relations_accuracy)
+from .models import (POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
+                     train_retriever, train_two_relations, train_which_first, two_relations_accuracy,
+                     which_first_accuracy)
 from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
-                   two_relations_batch)
+                   two_relations_batch, which_first_batch)
 
 __version__ = "0.1.0"
 
@@ -60,8 +62,16 @@ __all__ = [
     "two_relations_accuracy",
     # chapter 5: positional encoding
     "sinusoidal_encoding",
+    "sinusoidal_shift",
     "SinusoidalPositionalEncoding",
     "LearnedPositionalEmbedding",
+    "rotary_angles",
+    "apply_rotary",
+    "which_first_batch",
+    "WhichFirst",
+    "POSITIONS",
+    "train_which_first",
+    "which_first_accuracy",
     "TokenEmbedding",
     # chapter 6: encoder/decoder
     "PositionwiseFeedForward",

@@ -108,6 +108,9 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
             raise ValueError(f"num_heads differ{where}: companion has {ours.num_heads}, PyTorch {theirs.num_heads}")
         if theirs.add_zero_attn or theirs.bias_k is not None:
             raise ValueError(f"nn.MultiheadAttention{where} uses add_zero_attn/add_bias_kv, which companion does not have")
+        if ours.rotary:
+            raise ValueError(f"the companion MultiHeadAttention{where} has rotary=True, and PyTorch's has no rotary "
+                             f"embeddings: with the same weights they compute different functions")
     elif isinstance(ours, (EncoderLayer, DecoderLayer)):
         if theirs.norm_first != ours.norm_first:
             raise ValueError(f"norm_first differs{where}: companion has {ours.norm_first}, PyTorch {theirs.norm_first}")

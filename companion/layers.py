@@ -76,6 +76,8 @@ class EncoderLayer(_Layer):
         norm_first: ``False`` for post-norm (the paper), ``True`` for pre-norm.
         layer_norm_eps: the LayerNorm epsilon.
         bias: whether linear layers and LayerNorms have biases.
+        rotary: rotary position embeddings in the self-attention (chapter 5; see
+            :class:`companion.MultiHeadAttention`).
     """
 
     def __init__(
@@ -88,9 +90,10 @@ class EncoderLayer(_Layer):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
+        rotary: bool = False,
     ) -> None:
         super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms=2)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False

@@ -21,6 +21,7 @@ from torch import nn
 
 from ._checks import check_mask, check_positive_int, check_probability, check_same_dtype_device, check_tensor
 from .attention import scaled_dot_product_attention
+from .rotary import apply_rotary
 
 __all__ = ["MultiHeadAttention"]
 
@@ -35,6 +36,9 @@ class MultiHeadAttention(nn.Module):
         bias: whether the projections have biases.
         kdim: width of the keys (cross-attention from another sequence); default ``d_model``.
         vdim: width of the values; default ``d_model``.
+        rotary: rotate every head's queries and keys by their positions
+            (:func:`companion.apply_rotary`, chapter 5): query ``i`` and key ``j`` at
+            positions ``0 .. t_q - 1`` and ``0 .. t_k - 1``; ``d_k`` must be even.
 
     Parameters: ``W_qkv`` (a ``Linear(d_model, 3 d_model)``, the stacked ``W_q; W_k; W_v``)
     when ``kdim == vdim == d_model``, otherwise separate ``W_q``, ``W_k``, ``W_v``; and the
@@ -49,6 +53,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         kdim: int | None = None,
         vdim: int | None = None,
+        rotary: bool = False,
     ) -> None:
         super().__init__()
         check_positive_int("d_model", d_model)
@@ -65,6 +70,12 @@ class MultiHeadAttention(nn.Module):
         check_positive_int("vdim", vdim)
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
         self.kdim, self.vdim, self.dropout = kdim, vdim, dropout
+        if not isinstance(rotary, bool):
+            raise TypeError(f"rotary must be True or False, got {rotary!r}")
+        if rotary and self.d_k % 2:
+            raise ValueError(f"rotary embeddings rotate pairs of features, so the head width d_k = d_model // "
+                             f"num_heads must be even, got d_k={self.d_k}; change d_model or num_heads")
+        self.rotary = rotary
         self.fused = kdim == d_model and vdim == d_model
         if self.fused:
             self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # the "tall W": [W_q; W_k; W_v]
@@ -159,6 +170,8 @@ class MultiHeadAttention(nn.Module):
 
         Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
         Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
+        if self.rotary:  # turn each query and key by its position's angles (chapter 5)
+            Q, K = apply_rotary(Q), apply_rotary(K)
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
             heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask, dropout_p=dropout_p)
@@ -203,4 +216,5 @@ class MultiHeadAttention(nn.Module):
 
     def extra_repr(self) -> str:
         extra = "" if self.fused else f", kdim={self.kdim}, vdim={self.vdim}"
+        extra += ", rotary=True" if self.rotary else ""
         return f"d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k}, dropout={self.dropout}{extra}"

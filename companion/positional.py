@@ -13,7 +13,7 @@ from torch import nn
 
 from ._checks import check_positive_int, check_tensor
 
-__all__ = ["sinusoidal_encoding", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding"]
+__all__ = ["sinusoidal_encoding", "sinusoidal_shift", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding"]
 
 
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
@@ -38,6 +38,37 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     E[:, 0::2] = torch.sin(angle)
     E[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return E.float()
+
+
+def sinusoidal_shift(k: int, d_model: int) -> torch.Tensor:
+    """The matrix ``M_k`` that moves every sinusoidal encoding ``k`` positions on (chapter 5)::
+
+        sinusoidal_encoding(n, d_model)[p + k] == M_k @ sinusoidal_encoding(n, d_model)[p]   for every p
+
+    With ``w_i = 10000^(-2i / d_model)``, ``M_k`` is block-diagonal with one 2 x 2 block per
+    (sine, cosine) pair, by the angle-addition formulas::
+
+        [ cos(k w_i)   sin(k w_i) ]   [ sin(p w_i) ]   [ sin((p + k) w_i) ]
+        [-sin(k w_i)   cos(k w_i) ] @ [ cos(p w_i) ] = [ cos((p + k) w_i) ]
+
+    It depends on ``k`` only, not on ``p``: a shift is a fixed linear map.
+
+    Args:
+        k: the shift, any int (negative moves back).
+        d_model: the encoding's width, even.
+
+    Returns:
+        float32 ``(d_model, d_model)``.
+    """
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int (a number of positions), got {type(k).__name__} {k!r}")
+    check_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even here (one 2 x 2 block per sine-cosine pair), got d_model={d_model}")
+    w = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (d_model / 2,)
+    c, s = torch.cos(k * w), torch.sin(k * w)  # (d_model / 2,) each
+    blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)  # (d_model / 2, 2, 2)
+    return torch.block_diag(*blocks).float()  # (d_model, d_model)
 
 
 def _check_length(x: torch.Tensor, d_model: int, max_len: int) -> None:

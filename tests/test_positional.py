@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from companion import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding
+from companion import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding, sinusoidal_shift
 
 
 def test_sinusoidal_formula_by_hand():
@@ -33,6 +33,28 @@ def test_relative_positions_are_a_rotation():
         # [sin(a + b), cos(a + b)] = [sin a, cos a] @ [[cos b, -sin b], [sin b, cos b]]
         M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, -s], [s, c]])
     torch.testing.assert_close(E[: 40 - k] @ M, E[k:], atol=1e-5, rtol=0)
+    torch.testing.assert_close(sinusoidal_shift(k, d), M.T)  # the package's M_k acts on columns
+
+
+@pytest.mark.parametrize("k", [0, 1, 5, -4, 37])
+def test_the_shift_matrix_moves_every_position_by_k(k):
+    d, n = 16, 80
+    E = sinusoidal_encoding(n, d).double()
+    M = sinusoidal_shift(k, d).double()
+    p = torch.arange(max(0, -k), min(n, n - k))
+    torch.testing.assert_close(E[p] @ M.T, E[p + k], atol=1e-6, rtol=0)
+    assert sinusoidal_shift(k, d).dtype == torch.float32 and M.shape == (d, d)
+    assert torch.count_nonzero(M) <= 2 * d  # block-diagonal: 2 x 2 blocks only
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((1, 7), ValueError, "d_model must be even"),
+    ((1.5, 8), TypeError, "k must be an int"),
+    ((1, 0), ValueError, "d_model must be a positive int"),
+])
+def test_shift_matrix_misuse(args, error, message):
+    with pytest.raises(error, match=message):
+        sinusoidal_shift(*args)
 
 
 def test_module_adds_the_table_and_does_not_save_it():
