@@ -51,3 +51,17 @@ def test_code_lines_fit_the_page(path):
     long = [(i, line) for i, cell in enumerate(json.loads(path.read_text())["cells"]) if cell["cell_type"] == "code"
             for line in "".join(cell["source"]).splitlines() if len(line) > 80]
     assert not long, f"{path.name}: code lines over 80 characters: {long[:3]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_exercise_has_its_statement_and_solution_directives(path):
+    """The site's solution dropdowns point at an {exercise} directive labelled with the exercise id
+    (sphinx-exercise): without it the strict build fails with an undefined label."""
+    sources = ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]]
+    for cell in json.loads(path.read_text())["cells"]:
+        exercise_id = cell.get("metadata", {}).get("exercise_id")
+        if exercise_id:
+            assert any(s.startswith("```{exercise}") and f":label: {exercise_id}\n" in s for s in sources), \
+                f"{path.name}: no {{exercise}} directive with :label: {exercise_id}"
+            assert any(s.startswith(f"````{{solution}} {exercise_id}\n") for s in sources), \
+                f"{path.name}: no {{solution}} {exercise_id} dropdown"
