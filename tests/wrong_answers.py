@@ -989,6 +989,254 @@ def ablate_head(Z, num_heads, head):
     return torch.cat([Z[..., :head * d_k], Z[..., (head + 1) * d_k:]], dim=-1)
 """),
     ],
+    "ch05-sinusoidal": [
+        ("sine and cosine swapped", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.cos(angle), torch.sin(angle)
+    return E.float()
+"""),
+        ("exponent i / d instead of 2i / d", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(d_model // 2, dtype=torch.float64) / d_model)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return E.float()
+"""),
+        ("positions start at 1", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(1, max_len + 1, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return E.float()
+"""),
+        ("sines in the first half, cosines in the second", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).float()
+"""),
+        ("exponent uses the column index for both columns of a pair", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    j = torch.arange(d_model, dtype=torch.float64)
+    angle = p / 10000 ** (j / d_model)
+    E = torch.where(j.long() % 2 == 0, torch.sin(angle), torch.cos(angle))
+    return E.float()
+"""),
+        ("multiplies by the frequency term instead of dividing", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p * 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return E.float()
+"""),
+        ("base 1000", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 1000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return E.float()
+"""),
+        ("rows and columns swapped (d_model, max_len)", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return E.T.float()
+"""),
+        ("returns float64", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return E
+"""),
+        ("the frequencies come from max_len", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = p / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / max_len)
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return E.float()
+"""),
+    ],
+    "ch05-shift": [
+        ("blocks transposed (shifts by -k)", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        b = k * 10000 ** (-2 * i / d_model)
+        M[2*i:2*i+2, 2*i:2*i+2] = torch.tensor([[math.cos(b), -math.sin(b)], [math.sin(b), math.cos(b)]])
+    return M
+"""),
+        ("one frequency for every block", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        b = float(k)
+        M[2*i:2*i+2, 2*i:2*i+2] = torch.tensor([[math.cos(b), math.sin(b)], [-math.sin(b), math.cos(b)]])
+    return M
+"""),
+        ("shift by one position whatever k", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        b = 10000 ** (-2 * i / d_model)
+        M[2*i:2*i+2, 2*i:2*i+2] = torch.tensor([[math.cos(b), math.sin(b)], [-math.sin(b), math.cos(b)]])
+    return M
+"""),
+        ("exponent i / d", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        b = k * 10000 ** (-i / d_model)
+        M[2*i:2*i+2, 2*i:2*i+2] = torch.tensor([[math.cos(b), math.sin(b)], [-math.sin(b), math.cos(b)]])
+    return M
+"""),
+        ("cos and sin swapped in the block", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        b = k * 10000 ** (-2 * i / d_model)
+        M[2*i:2*i+2, 2*i:2*i+2] = torch.tensor([[math.sin(b), math.cos(b)], [-math.cos(b), math.sin(b)]])
+    return M
+"""),
+        ("the table's rows E[k], not a matrix", """
+def shift_matrix(k, d_model):
+    i = torch.arange(0, d_model, 2)
+    b = k * 10000 ** (-i / d_model)
+    return torch.diag(torch.stack([torch.sin(b), torch.cos(b)], -1).flatten()).float()
+"""),
+        ("blocks placed at i, i + d_model / 2 (two halves)", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    h = d_model // 2
+    for i in range(h):
+        b = k * 10000 ** (-2 * i / d_model)
+        c, s = math.cos(b), math.sin(b)
+        M[i, i], M[i, i + h], M[i + h, i], M[i + h, i + h] = c, s, -s, c
+    return M
+"""),
+        ("float64", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for i in range(d_model // 2):
+        b = k * 10000 ** (-2 * i / d_model)
+        M[2*i:2*i+2, 2*i:2*i+2] = torch.tensor([[math.cos(b), math.sin(b)], [-math.sin(b), math.cos(b)]])
+    return M
+"""),
+        ("ignores the sign of k", """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        b = abs(k) * 10000 ** (-2 * i / d_model)
+        M[2*i:2*i+2, 2*i:2*i+2] = torch.tensor([[math.cos(b), math.sin(b)], [-math.sin(b), math.cos(b)]])
+    return M
+"""),
+    ],
+    "ch05-rope": [
+        ("rotate half (pairs i and i + d_k / 2)", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., :d_k // 2], x[..., d_k // 2:]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+"""),
+        ("turns the wrong way (clockwise)", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos + b * sin, -a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+        ("positions start at 1", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(1, t + 1, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+        ("exponent i / d_k", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(d_k // 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+        ("pairs written back as two halves", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+"""),
+        ("t taken from axis 1", """
+def rope(x):
+    t, d_k = x.shape[1], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+        ("rotates x in place", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2].clone(), x[..., 1::2].clone()
+    with torch.no_grad():
+        x[..., 0::2] = a * cos - b * sin
+        x[..., 1::2] = a * sin + b * cos
+    return x
+"""),
+        ("returns float32 for float64 input", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2) / d_k)
+    angle = torch.arange(t)[:, None] * theta
+    cos, sin = torch.cos(angle).float(), torch.sin(angle).float()
+    a, b = x[..., 0::2].float(), x[..., 1::2].float()
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+        ("the same angle for every pair", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    angle = torch.arange(t, dtype=torch.float64)[:, None].expand(t, d_k // 2)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+        ("detaches (no gradient)", """
+def rope(x):
+    t, d_k = x.shape[-2], x.shape[-1]
+    theta = 10000 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    a, b = x.detach()[..., 0::2], x.detach()[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+    ],
     "ch07-collate": [
         ("pads to max_len", """
 def collate(sequences, max_len, pad_id=0):
