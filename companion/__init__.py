@@ -27,15 +27,17 @@ from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .layers import DecoderLayer, EncoderLayer
 from .transformer import Decoder, Encoder, Transformer
+from .recurrent import AdditiveAttention
+from .decoding import greedy_decode
 from .bigram_embedding import BigramEmbedding
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
 from .models import (POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
                      train_retriever, train_two_relations, train_which_first, two_relations_accuracy,
-                     which_first_accuracy)
+                     which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match)
 from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
-                   two_relations_batch, which_first_batch)
+                   two_relations_batch, which_first_batch, reversal_pairs, reversal_splits)
 
 __version__ = "0.1.0"
 
@@ -81,6 +83,14 @@ __all__ = [
     "Encoder",
     "Decoder",
     "Transformer",
+    "AdditiveAttention",
+    "GRUSeq2Seq",
+    "greedy_decode",
+    "reversal_pairs",
+    "reversal_splits",
+    "train_seq2seq",
+    "translate",
+    "exact_match",
     # chapter 7: classification
     "TransformerClassifier",
     "POOLINGS",

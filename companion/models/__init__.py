@@ -4,6 +4,8 @@ recipes: one module per model the course trains.
 - :mod:`companion.models.retriever`: a one-head retrieval model, with and without 1/sqrt(d_k) (chapter 3).
 - :mod:`companion.models.two_relations`: one multi-head layer whose heads specialise (chapter 4).
 - :mod:`companion.models.which_first`: one encoder with each kind of position encoding (chapter 5).
+- :mod:`companion.models.rnn_seq2seq`: a GRU encoder-decoder, with or without additive attention (chapter 6).
+- :mod:`companion.models.seq2seq`: training, greedy translation and exact match for chapter 6's models.
 - :mod:`companion.models.classifier`: the Transformer sentiment classifier (chapter 7).
 - :mod:`companion.models.training`: its length-bucketed training loop and prediction.
 - :mod:`companion.models.sentiment`: chapter 7's configurations, split, save and load.
@@ -15,7 +17,10 @@ course wing (``companion.course``).
 from .classifier import POOLINGS, TransformerClassifier
 from .retriever import SCALINGS, Retriever, train_retriever
 from .two_relations import TwoRelations, train_two_relations, two_relations_accuracy
+from .rnn_seq2seq import GRUSeq2Seq
+from .seq2seq import exact_match, train_seq2seq, translate
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
 
 __all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
-           "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy"]
+           "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
+           "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match"]

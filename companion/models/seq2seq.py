@@ -1,0 +1,93 @@
+"""Training and scoring of chapter 6's sequence-to-sequence models (GRUs and the Transformer).
+
+Every model is called as ``model(src, tgt, src_mask=...)`` and returns ``(logits, weights)``,
+so one training loop and one decoder serve all of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from .._checks import check_positive_int
+from ..data.reversal import BOS, EOS, PAD, Pairs
+from ..decoding import greedy_decode
+
+__all__ = ["train_seq2seq", "translate", "exact_match"]
+
+
+def _src_mask(src: torch.Tensor) -> torch.Tensor:
+    return (src != PAD)[:, None, :]  # (batch, 1, t_src): True on real tokens
+
+
+def train_seq2seq(
+    model,
+    pairs: Pairs,
+    steps: int,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    warmup: int = 100,
+    seed: int = 0,
+    progress: bool = False,
+    desc: str = "training",
+) -> list[float]:
+    """Train with teacher forcing and Adam: a linear warm-up, then cosine decay (chapter 6).
+
+    Args:
+        model: a :class:`companion.Transformer` or :class:`companion.GRUSeq2Seq`.
+        pairs: the training :class:`companion.data.reversal.Pairs`.
+        steps: optimiser steps, each on ``batch_size`` pairs drawn at random.
+        lr: the peak learning rate.
+        warmup: steps of linear warm-up from 0.
+        seed: seeds the batches.
+        progress: show a progress bar.
+
+    Returns:
+        the training loss (cross-entropy per target token, padding excluded) of every step.
+    """
+    check_positive_int("steps", steps)
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * s / steps)))
+    model.train()
+    losses = []
+    for _ in tqdm(range(steps), disable=not progress, desc=desc, leave=False):
+        batch = pairs[torch.randint(len(pairs), (batch_size,), generator=generator)]
+        src, tgt = batch.src.to(device), batch.tgt.to(device)
+        logits, _ = model(src, tgt[:, :-1], src_mask=_src_mask(src))  # (batch, t_tgt - 1, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=PAD)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        schedule.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+def translate(model, pairs: Pairs, batch_size: int = 500) -> torch.Tensor:
+    """Greedy outputs for every source of ``pairs`` (chapter 6).
+
+    Returns:
+        int64 ``(n, t_src + 2)``: BOS, the output, EOS, then PAD, laid out like ``pairs.tgt``
+        (an output that never emits EOS is cut at ``t_src + 1`` tokens).
+    """
+    device = next(model.parameters()).device
+    t = pairs.tgt.size(1)
+    rows = []
+    for start in range(0, len(pairs), batch_size):
+        src = pairs.src[start : start + batch_size].to(device)
+        out = greedy_decode(model, src, BOS, EOS, max_len=t - 1, src_mask=_src_mask(src), pad_id=PAD)
+        rows.append(F.pad(out.cpu(), (0, t - out.size(1)), value=PAD))
+    return torch.cat(rows)
+
+
+def exact_match(model, pairs: Pairs) -> torch.Tensor:
+    """Bool ``(n,)``: whether each greedy output equals its target exactly, EOS included (chapter 6)."""
+    return (translate(model, pairs) == pairs.tgt).all(dim=1)

@@ -1,0 +1,130 @@
+"""Chapter 6's sequence-to-sequence pieces: the reversal task, additive attention, the GRU
+encoder-decoder, greedy decoding, training and exact match."""
+
+import pytest
+import torch
+from torch import nn
+
+from companion import (AdditiveAttention, GRUSeq2Seq, Transformer, exact_match, greedy_decode, reversal_pairs,
+                       reversal_splits, train_seq2seq, translate)
+from companion.data.reversal import BOS, EOS, PAD
+
+
+def test_reversal_pairs_by_hand():
+    pairs = reversal_pairs(200, 2, 7, vocab_size=9, generator=torch.Generator().manual_seed(0))
+    assert pairs.src.shape == (200, 7) and pairs.tgt.shape == (200, 9)
+    assert pairs.lengths.min() == 2 and pairs.lengths.max() == 7
+    for src, tgt, n in zip(pairs.src.tolist(), pairs.tgt.tolist(), pairs.lengths.tolist()):
+        assert all(3 <= s < 9 for s in src[:n]) and src[n:] == [PAD] * (7 - n)
+        assert tgt == [BOS] + src[:n][::-1] + [EOS] + [PAD] * (7 - n)
+
+
+def test_subsets_are_trimmed_to_their_longest_source():
+    pairs = reversal_pairs(50, 2, 9, generator=torch.Generator().manual_seed(1))
+    short = pairs[pairs.lengths <= 4]
+    assert short.src.size(1) == 4 and short.tgt.size(1) == 6 and len(short) == int((pairs.lengths <= 4).sum())
+
+
+def test_splits_hold_out_what_training_saw_and_the_longer_split_is_longer():
+    splits = reversal_splits(train=3000, valid=300, test=300, lengths=(2, 5), longer=(6, 8), vocab_size=6)
+    seen = {tuple(r[:n]) for r, n in zip(splits["train"].src.tolist(), splits["train"].lengths.tolist())}
+    for name in ("valid", "test"):
+        held = {tuple(r[:n]) for r, n in zip(splits[name].src.tolist(), splits[name].lengths.tolist())}
+        assert not held & seen and 0 < len(splits[name]) < 300  # short sources repeat: some were dropped
+    assert splits["longer"].lengths.min() == 6 and splits["train"].lengths.max() == 5
+    again = reversal_splits(train=3000, valid=300, test=300, lengths=(2, 5), longer=(6, 8), vocab_size=6)
+    assert torch.equal(again["test"].src, splits["test"].src)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: reversal_pairs(5, 6, 4), "min_len must be <= max_len"),
+    (lambda: reversal_pairs(5, 2, 4, vocab_size=3), "vocab_size must be at least 4"),
+    (lambda: reversal_splits(lengths=(4, 16), longer=(10, 20)), "longer split must start above"),
+])
+def test_reversal_errors(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_additive_attention_by_hand_and_masked():
+    torch.manual_seed(0)
+    attention = AdditiveAttention(3, 4, 5).double()
+    s, h = torch.randn(2, 3, dtype=torch.float64), torch.randn(2, 6, 4, dtype=torch.float64)
+    scores = torch.stack([torch.stack([attention.v.weight[0] @ torch.tanh(attention.W_q.weight @ s[b]
+                                       + attention.W_k.weight @ h[b, j] + attention.W_k.bias) for j in range(6)])
+                          for b in range(2)])
+    context, weights = attention(s, h)
+    torch.testing.assert_close(weights, torch.softmax(scores, -1))
+    torch.testing.assert_close(context, torch.einsum("bt,btd->bd", weights, h))
+    mask = torch.tensor([[True] * 6, [True, True, True, False, False, False]])
+    _, masked = attention(s, h, mask)
+    assert (masked[1, 3:] == 0).all()
+    torch.testing.assert_close(masked.sum(-1), torch.ones(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"mask must be a bool tensor of shape \(batch, t\) = \(2, 6\)"):
+        attention(s, h, mask.float())
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_gru_padding_changes_nothing_and_outputs_do_not_see_later_targets(attention):
+    torch.manual_seed(0)
+    model = GRUSeq2Seq(10, 8, 16, attention=attention).eval()
+    src = torch.tensor([[3, 4, 5, 6]])
+    padded = torch.tensor([[3, 4, 5, 6, PAD, PAD]])
+    tgt = torch.tensor([[BOS, 6, 5, 4, 3]])
+    a, wa = model(src, tgt, need_weights=True)
+    b, wb = model(padded, tgt, src_mask=(padded != PAD)[:, None, :], need_weights=True)
+    torch.testing.assert_close(a, b)
+    if attention:
+        assert wa.shape == (1, 5, 4) and wb.shape == (1, 5, 6) and (wb[..., 4:] == 0).all()
+    else:
+        assert wa is None
+    changed = tgt.clone()
+    changed[0, 3:] = 7
+    torch.testing.assert_close(model(src, changed)[0][:, :3], a[:, :3])  # steps 0..2 read tokens 0..2 only
+    assert not torch.allclose(model(src, changed)[0][:, 3:], a[:, 3:])
+
+
+class Counter(nn.Module):
+    """A fake model whose next token is the previous one plus 1: it shows what decoding feeds back."""
+
+    def __init__(self, vocab=12):
+        super().__init__()
+        self.vocab, self.dummy = vocab, nn.Parameter(torch.zeros(1))
+
+    def forward(self, src, tgt, src_mask=None):
+        next_token = (tgt + src[:, :1]) % self.vocab  # each row counts up by its own step src[:, 0]
+        return nn.functional.one_hot(next_token, self.vocab).float(), None
+
+
+def test_greedy_decoding_feeds_back_its_own_outputs_and_stops_at_eos():
+    src = torch.tensor([[1, 0], [2, 0], [1, 0]])
+    out = greedy_decode(Counter(), src, bos_id=5, eos_id=9, max_len=6, pad_id=0)
+    assert out.tolist() == [[5, 6, 7, 8, 9],  # 5 -> 6 -> 7 -> 8 -> 9 = EOS: it read its own outputs
+                            [5, 7, 9, 0, 0],  # EOS after two steps, then padding
+                            [5, 6, 7, 8, 9]]  # and decoding stopped once every row had its EOS
+    never = greedy_decode(Counter(), torch.tensor([[1, 0]]), bos_id=5, eos_id=99, max_len=3)
+    assert never.tolist() == [[5, 6, 7, 8]]  # no EOS: cut at max_len tokens after BOS
+
+
+def test_attention_gru_learns_short_reversals_and_exact_match_is_all_or_nothing():
+    torch.manual_seed(0)
+    splits = reversal_splits(train=2000, valid=10, test=200, lengths=(2, 4), longer=(5, 6), vocab_size=7)
+    model = GRUSeq2Seq(7, 16, 32, attention=True)
+    losses = train_seq2seq(model, splits["train"], steps=300, lr=3e-3, warmup=20)
+    assert losses[-1] < losses[0] / 5
+    ok = exact_match(model, splits["test"])
+    assert ok.dtype == torch.bool and ok.float().mean() > 0.9
+    out = translate(model, splits["test"])
+    assert out.shape == splits["test"].tgt.shape
+    broken = out.clone()
+    broken[0, 1] = (broken[0, 1] + 1 - 3) % 4 + 3  # one wrong token
+    assert not (broken == splits["test"].tgt).all(dim=1)[0]
+
+
+def test_transformer_decodes_with_the_same_interface():
+    torch.manual_seed(0)
+    model = Transformer(7, 7, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0,
+                        max_len=16)
+    pairs = reversal_pairs(5, 2, 4, vocab_size=7, generator=torch.Generator().manual_seed(0))
+    out = translate(model, pairs)
+    assert out.shape == pairs.tgt.shape and out[:, 0].eq(BOS).all()
