@@ -206,7 +206,7 @@ def test_messages_point_at_the_real_mistake():
     float32_step = ("def soft_lookup(query, keys, values, beta=1.0):\n"
                     "    w = torch.softmax((beta * (keys @ query)).float(), -1)\n    return w.to(values.dtype) @ values\n")
     result = evaluate(EXERCISES["ch01-soft-lookup"], float32_step, [solution("ch01-softargmax")])
-    assert "equal to 4 decimals, but they differ by up to" in result.message and "float64" in result.message
+    assert "nearly equal: they differ by up to" in result.message and "float64" in result.message
 
 
 # --- a grader that cannot be fooled or crashed ---------------------------------------------------
@@ -246,6 +246,24 @@ def test_pytorch_wrapping_its_own_functions_is_not_a_learner_change(monkeypatch)
                  "def softargmax(scores, beta=1.0):\n    return scores * 0\n")
     result = evaluate(EXERCISES["ch01-softargmax"], disguised)
     assert not result.passed and "replaced torch.allclose" in result.message, result.message
+
+
+@pytest.mark.parametrize("source", [
+    "from torch.nn.functional import *\n",
+    "from torch.nn.functional import scaled_dot_product_attention as sdpa\n",
+    "scaled_dot_product_attention = F.scaled_dot_product_attention\n",
+])
+def test_a_forbidden_function_is_caught_however_it_is_named(source):
+    """Found by a learner trial: a star import and a bare name used to get past the ban."""
+    answer = source + ("def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):\n"
+                       "    Q = torch.einsum('btd,hdk->bhtk', X_q, W_q)\n"
+                       "    K = torch.einsum('btd,hdk->bhtk', X_kv, W_k)\n"
+                       "    V = torch.einsum('btd,hdv->bhtv', X_kv, W_v)\n"
+                       "    heads = F.softmax(Q @ K.mT / math.sqrt(Q.shape[-1]), -1) @ V\n"
+                       "    return heads.transpose(1, 2).flatten(2) @ W_o\n")
+    assert evaluate(EXERCISES["ch04-multi-head"], answer[len(source):]).passed  # without the first line: honest
+    result = evaluate(EXERCISES["ch04-multi-head"], answer)
+    assert not result.passed and ("import *" in result.message or "asks you not to use" in result.message), result
 
 
 DELIBERATE = {

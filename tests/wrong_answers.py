@@ -1068,6 +1068,14 @@ def sinusoidal_table(max_len, d_model):
     E[:, 0::2], E[:, 1::2] = torch.sin(angle), torch.cos(angle)
     return E.float()
 """),
+        ("angles computed in float32 (wrong for long tables)", """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len).float()[:, None]
+    div = 10000 ** (torch.arange(0, d_model, 2).float() / d_model)
+    E = torch.zeros(max_len, d_model)
+    E[:, 0::2], E[:, 1::2] = torch.sin(p / div), torch.cos(p / div)
+    return E
+"""),
     ],
     "ch05-shift": [
         ("blocks transposed (shifts by -k)", """
@@ -1235,6 +1243,15 @@ def rope(x):
     cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
     a, b = x.detach()[..., 0::2], x.detach()[..., 1::2]
     return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""),
+        ("float32 angles for a float64 x", """
+def rope(x):
+    t, d = x.shape[-2:]
+    theta = 10000 ** (-torch.arange(0, d, 2).float() / d)
+    a = torch.arange(t).float()[:, None] * theta
+    cos, sin = a.cos().to(x.dtype), a.sin().to(x.dtype)
+    e, o = x[..., 0::2], x[..., 1::2]
+    return torch.stack([e * cos - o * sin, e * sin + o * cos], -1).flatten(-2)
 """),
     ],
     "ch07-collate": [

@@ -154,7 +154,7 @@ def train_which_first(
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / steps)))
     model.train()
     losses = []
-    for _ in tqdm(range(steps), disable=not progress, desc=model.position, leave=False):
+    for _ in tqdm(range(steps), disable=not progress, desc=f"{model.position} ({model.combine})", leave=False):
         t = int(torch.randint(low, high + 1, (1,), generator=generator))
         tokens, label = which_first_batch(batch_size, t, model.vocab_size, generator)
         loss = F.cross_entropy(model(tokens.to(device)), label.to(device))

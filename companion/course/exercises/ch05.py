@@ -101,6 +101,12 @@ def _table_wide(fn):
            "differ")
 
 
+def _table_long(fn):
+    _table(fn, 3000, 8, "a long table, max_len = 3000, d_model = 8: angles up to 2999 radians",
+           "compute the angles p / 10000^(2i / d_model) in float64 and convert the table to float32 at the end: "
+           "float32 keeps about 7 digits, so an angle near 3000 is off by about 1e-4 before its sine is taken")
+
+
 def _table_one_position(fn):
     _table(fn, 1, 6, "a single position (max_len = 1), d_model = 6",
            "keep the shape (max_len, d_model) even when max_len is 1")
@@ -213,14 +219,15 @@ def _rope_float64_gradients(fn):
     randn = draws(64)
     x = randn(2, 7, 6).double().requires_grad_(True)
     case = "a float64 x that requires gradients (queries are learned projections)"
-    hint = ("keep x's dtype (cos and sin as x.dtype) and stay in PyTorch operations: no .float(), .detach(), "
+    hint = ("compute the angles p * theta_i in float64 (float32 angles are off by about 1e-7, too much for a "
+            "float64 x), take cos and sin as x.dtype, and stay in PyTorch operations: no .float(), .detach(), "
             ".numpy() or torch.no_grad()")
     expect_gradient(_rope(fn, x, case, hint), case, hint)
 
 
 EXERCISES = (
     Exercise("ch05-sinusoidal", "the sinusoidal table", "sinusoidal_table",
-             (_table_by_hand, _table_frequencies, _table_wide, _table_one_position),
+             (_table_by_hand, _table_frequencies, _table_wide, _table_long, _table_one_position),
              sinusoidal_table, forbidden=("sinusoidal_encoding", "SinusoidalPositionalEncoding")),
     Exercise("ch05-shift", "the matrix that moves an encoding k positions", "shift_matrix",
              (_shift_by_hand, _shift_blocks, _shift_back, _shift_zero, _shift_wide),
