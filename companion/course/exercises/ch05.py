@@ -104,7 +104,7 @@ def _table_wide(fn):
 def _table_long(fn):
     _table(fn, 3000, 8, "a long table, max_len = 3000, d_model = 8: angles up to 2999 radians",
            "compute the angles p / 10000^(2i / d_model) in float64 and convert the table to float32 at the end: "
-           "float32 keeps about 7 digits, so an angle near 3000 is off by about 1e-4 before its sine is taken")
+           "float32 keeps about 7 digits, so the angles of a long table are off by about 1e-5")
 
 
 def _table_one_position(fn):
