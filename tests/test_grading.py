@@ -254,7 +254,7 @@ def test_pytorch_wrapping_its_own_functions_is_not_a_learner_change(monkeypatch)
     "scaled_dot_product_attention = F.scaled_dot_product_attention\n",
 ])
 def test_a_forbidden_function_is_caught_however_it_is_named(source):
-    """Found by a learner trial: a star import and a bare name used to get past the ban."""
+    """Found by a learner trial: a star import used to get past the ban."""
     answer = source + ("def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):\n"
                        "    Q = torch.einsum('btd,hdk->bhtk', X_q, W_q)\n"
                        "    K = torch.einsum('btd,hdk->bhtk', X_kv, W_k)\n"
@@ -264,6 +264,14 @@ def test_a_forbidden_function_is_caught_however_it_is_named(source):
     assert evaluate(EXERCISES["ch04-multi-head"], answer[len(source):]).passed  # without the first line: honest
     result = evaluate(EXERCISES["ch04-multi-head"], answer)
     assert not result.passed and ("import *" in result.message or "asks you not to use" in result.message), result
+
+
+def test_a_learner_variable_that_shares_a_forbidden_name_is_allowed():
+    """The ban is on PyTorch's function, not on the word: a local variable called softmax is fine."""
+    answer = ("def softargmax(scores, beta=1.0):\n"
+              "    softmax = torch.exp(beta * (scores - scores.max(dim=-1, keepdim=True).values))\n"
+              "    return softmax / softmax.sum(dim=-1, keepdim=True)\n")
+    assert evaluate(EXERCISES["ch01-softargmax"], answer).passed
 
 
 DELIBERATE = {

@@ -174,7 +174,7 @@ def _static_problem(exercise: Exercise, source: str) -> str | None:
                 return (f"the cell imports everything from `{node.module}` (`import *`, line {node.lineno}), which "
                         f"can bring in what this exercise asks you not to use ({', '.join(exercise.forbidden)}); "
                         "import the names you need one by one")
-            used = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+            used = node.attr if isinstance(node, ast.Attribute) else None
             if isinstance(node, ast.alias):
                 used = node.name.rpartition(".")[2]
             if used in exercise.forbidden:

@@ -44,6 +44,7 @@ def train_seq2seq(
         warmup: steps of linear warm-up from 0.
         seed: seeds the batches.
         progress: show a progress bar.
+        desc: the progress bar's label.
 
     Returns:
         the training loss (cross-entropy per target token, padding excluded) of every step.
