@@ -1456,4 +1456,317 @@ def masked_mean(x, keep):
     return torch.tensor(rows, dtype=x.dtype)
 """),
     ],
+    "ch06-causal": [
+        ("shows the future (upper triangle)", """
+def decoder_mask(t_q, t_k):
+    return torch.triu(torch.ones(t_q, t_k, dtype=torch.bool), diagonal=t_k - t_q)
+"""),
+        ("hides the diagonal", """
+def decoder_mask(t_q, t_k):
+    return torch.tril(torch.ones(t_q, t_k, dtype=torch.bool), diagonal=t_k - t_q - 1)
+"""),
+        ("PyTorch's True = hidden convention", """
+def decoder_mask(t_q, t_k):
+    return ~torch.tril(torch.ones(t_q, t_k, dtype=torch.bool), diagonal=t_k - t_q)
+"""),
+        ("a float mask of ones and zeros", """
+def decoder_mask(t_q, t_k):
+    return torch.tril(torch.ones(t_q, t_k), diagonal=t_k - t_q)
+"""),
+        ("an additive mask of 0 and -inf", """
+def decoder_mask(t_q, t_k):
+    keep = torch.tril(torch.ones(t_q, t_k, dtype=torch.bool), diagonal=t_k - t_q)
+    return torch.zeros(t_q, t_k).masked_fill(~keep, float("-inf"))
+"""),
+        ("plain tril, ignoring that the queries are the last positions", """
+def decoder_mask(t_q, t_k):
+    return torch.tril(torch.ones(t_q, t_k, dtype=torch.bool))
+"""),
+        ("offset the wrong way", """
+def decoder_mask(t_q, t_k):
+    return torch.tril(torch.ones(t_q, t_k, dtype=torch.bool), diagonal=t_q - t_k)
+"""),
+        ("transposed (keys as rows)", """
+def decoder_mask(t_q, t_k):
+    return torch.tril(torch.ones(t_k, t_q, dtype=torch.bool), diagonal=t_k - t_q).T
+"""),
+        ("int64 ones and zeros", """
+def decoder_mask(t_q, t_k):
+    return torch.tril(torch.ones(t_q, t_k, dtype=torch.long), diagonal=t_k - t_q)
+"""),
+        ("square only (t_k by t_k)", """
+def decoder_mask(t_q, t_k):
+    return torch.tril(torch.ones(t_k, t_k, dtype=torch.bool))
+"""),
+    ],
+    "ch06-additive": [
+        ("softmax over the batch", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=0)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("no tanh", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = ((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("tanh after v", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh(((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("ignores the mask", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("mask read as True = padding", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("padding zeroed after the softmax", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("scaled dot product instead of the scoring network", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    q, K = s @ W_q.T, H @ W_k.T
+    scores = (K @ q[:, :, None]).squeeze(-1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("sums over d_a instead of weighting by v", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T).sum(-1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("returns (weights, context)", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights, (weights[:, :, None] * H).sum(dim=1)
+"""),
+        ("context averaged instead of summed", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).mean(dim=1), weights
+"""),
+        ("weights not transposed (s @ W_q)", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    scores = torch.tanh((s @ W_q)[:, None, :] + H @ W_k) @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ("computes in float32", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    s, H, W_q, W_k, v = (z.float() for z in (s, H, W_q, W_k, v))
+    scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+    ],
+    "ch06-greedy": [
+        ("one parallel pass, never feeding its outputs back", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    prefix = torch.full((src.shape[0], max_len), bos_id, dtype=torch.long)
+    tokens = model(src, prefix).argmax(-1)
+    return torch.cat([prefix[:, :1], tokens], dim=1)
+"""),
+        ("the first position's logits", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out)[:, 0].argmax(-1)
+        token = torch.where(done, pad_id, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out
+"""),
+        ("argmax over the positions", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out).argmax(1)[:, -1]
+        token = torch.where(done, pad_id, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out
+"""),
+        ("never stops early", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out)[:, -1].argmax(-1)
+        token = torch.where(done, pad_id, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+    return out
+"""),
+        ("stops when the first row ends", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    for _ in range(max_len):
+        token = model(src, out)[:, -1].argmax(-1)
+        out = torch.cat([out, token[:, None]], dim=1)
+        if (token == eos_id).any():
+            break
+    return out
+"""),
+        ("no padding after EOS", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out)[:, -1].argmax(-1)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out
+"""),
+        ("drops BOS from the output", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out)[:, -1].argmax(-1)
+        token = torch.where(done, pad_id, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out[:, 1:]
+"""),
+        ("fixed special ids 1, 2 and 0", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), 1, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out)[:, -1].argmax(-1)
+        token = torch.where(done, 0, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == 2)
+        if done.all():
+            break
+    return out
+"""),
+        ("one token too many (max_len + 1)", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len + 1):
+        token = model(src, out)[:, -1].argmax(-1)
+        token = torch.where(done, pad_id, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out
+"""),
+        ("a float prefix", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), float(bos_id))
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out)[:, -1].argmax(-1)
+        token = torch.where(done, pad_id, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out
+"""),
+    ],
+    "ch06-conv": [
+        ("no transpose: the tokens taken as channels", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.relu(F.conv1d(x, W1[:, :, None], b1))
+    return F.conv1d(h, W2[:, :, None], b2)
+"""),
+        ("reshape instead of transpose", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    batch, t, d = x.shape
+    h = F.relu(F.conv1d(x.reshape(batch, d, t), W1[:, :, None], b1))
+    return F.conv1d(h, W2[:, :, None], b2).reshape(batch, t, d)
+"""),
+        ("not transposed back", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.relu(F.conv1d(x.transpose(1, 2), W1[:, :, None], b1))
+    return F.conv1d(h, W2[:, :, None], b2)
+"""),
+        ("no activation", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.conv1d(x.transpose(1, 2), W1[:, :, None], b1)
+    return F.conv1d(h, W2[:, :, None], b2).transpose(1, 2)
+"""),
+        ("ReLU on the output too", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.relu(F.conv1d(x.transpose(1, 2), W1[:, :, None], b1))
+    return F.relu(F.conv1d(h, W2[:, :, None], b2)).transpose(1, 2)
+"""),
+        ("GELU instead of ReLU", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.gelu(F.conv1d(x.transpose(1, 2), W1[:, :, None], b1))
+    return F.conv1d(h, W2[:, :, None], b2).transpose(1, 2)
+"""),
+        ("no biases", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.relu(F.conv1d(x.transpose(1, 2), W1[:, :, None]))
+    return F.conv1d(h, W2[:, :, None]).transpose(1, 2)
+"""),
+        ("a kernel of size 3 (mixes neighbours)", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    k1 = torch.stack([torch.zeros_like(W1), W1, torch.zeros_like(W1) + 0.1], -1)
+    h = F.relu(F.conv1d(x.transpose(1, 2), k1, b1, padding=1))
+    return F.conv1d(h, W2[:, :, None], b2).transpose(1, 2)
+"""),
+        ("the matrix product, which the statement forbids", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    return F.relu(x @ W1.T + b1) @ W2.T + b2
+"""),
+        ("computes in float32", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.relu(F.conv1d(x.float().transpose(1, 2), W1.float()[:, :, None], b1.float()))
+    return F.conv1d(h, W2.float()[:, :, None], b2.float()).transpose(1, 2)
+"""),
+    ],
 }

@@ -175,6 +175,8 @@ def _static_problem(exercise: Exercise, source: str) -> str | None:
                         f"can bring in what this exercise asks you not to use ({', '.join(exercise.forbidden)}); "
                         "import the names you need one by one")
             used = node.attr if isinstance(node, ast.Attribute) else None
+            if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
+                used = "@"  # the matrix-product operator, where the statement asks for another route
             if isinstance(node, ast.alias):
                 used = node.name.rpartition(".")[2]
             if used in exercise.forbidden:
