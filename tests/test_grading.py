@@ -274,6 +274,25 @@ def test_a_learner_variable_that_shares_a_forbidden_name_is_allowed():
     assert evaluate(EXERCISES["ch01-softargmax"], answer).passed
 
 
+_CONV_BODY = ("    h = F.relu(F.conv1d(x.transpose(1, 2), W1[:, :, None], b1))\n"
+              "    return F.conv1d(h, W2[:, :, None], b2).transpose(1, 2)\n")
+
+
+@pytest.mark.parametrize("line", [
+    "    x = (x @ W1.T) @ torch.linalg.pinv(W1.T)\n",  # a matrix product that changes nothing
+    "    x = x.clone()\n    x @= torch.eye(x.shape[-1], dtype=x.dtype)\n",
+])
+def test_the_matrix_product_operator_can_be_forbidden(line):
+    """ch06-conv asks for F.conv1d: `@` and `@=` are refused like a forbidden function."""
+    honest = "def conv_feed_forward(x, W1, b1, W2, b2):\n" + _CONV_BODY
+    assert evaluate(EXERCISES["ch06-conv"], honest).passed
+    result = evaluate(EXERCISES["ch06-conv"], "def conv_feed_forward(x, W1, b1, W2, b2):\n" + line + _CONV_BODY)
+    assert not result.passed and "`@`" in result.message, result
+    # where `@` is not forbidden it is an ordinary operator
+    assert "@" not in EXERCISES["ch06-additive"].forbidden
+    assert evaluate(EXERCISES["ch06-additive"], inspect.getsource(EXERCISES["ch06-additive"].solution)).passed
+
+
 DELIBERATE = {
     "a Tensor method overridden": ("torch.Tensor.__matmul__ = lambda a, b: b\n"
                                    "def self_attention(X, beta=1.0):\n    return X.clone()\n",
