@@ -441,3 +441,13 @@ def test_checks_see_the_same_numbers_every_run():
             first = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id)).message
             again = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id)).message
             assert first == again, (exercise_id, source)
+
+
+def test_show_source_names_the_package_file_even_through_a_decorator(capsys):
+    """Found by a learner trial: greedy_decode is wrapped by @torch.no_grad(), and its header
+    named torch's _contextlib.py instead of companion/decoding.py."""
+    from companion import greedy_decode, scaled_dot_product_attention
+    from companion.course.notebook import _where
+
+    assert _where(greedy_decode) == "companion/decoding.py"
+    assert _where(scaled_dot_product_attention) == "companion/attention.py"

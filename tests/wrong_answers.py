@@ -1596,6 +1596,15 @@ def additive_attention(s, H, mask, W_q, W_k, v):
     weights = torch.softmax(scores, dim=-1)
     return (weights[:, :, None] * H).sum(dim=1), weights
 """),
+        ("scores under torch.no_grad(): the scorer gets no gradient", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    with torch.no_grad():
+        scores = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
     ],
     "ch06-greedy": [
         ("one parallel pass, never feeding its outputs back", """
@@ -1715,6 +1724,22 @@ def greedy(model, src, bos_id, eos_id, pad_id, max_len):
             break
     return out
 """),
+        ("a buffer padded to max_len fed to the model", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1 + max_len), pad_id, dtype=torch.long)
+    out[:, 0] = bos_id
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    n = 0
+    for i in range(max_len):
+        token = model(src, out)[:, i].argmax(-1)
+        token = torch.where(done, pad_id, token)
+        out[:, i + 1] = token
+        n = i + 1
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out[:, :n + 1]
+"""),
     ],
     "ch06-conv": [
         ("no transpose: the tokens taken as channels", """
@@ -1767,6 +1792,12 @@ def conv_feed_forward(x, W1, b1, W2, b2):
 def conv_feed_forward(x, W1, b1, W2, b2):
     h = F.relu(F.conv1d(x.float().transpose(1, 2), W1.float()[:, :, None], b1.float()))
     return F.conv1d(h, W2.float()[:, :, None], b2.float()).transpose(1, 2)
+"""),
+        ("the weights detached: training could not change them", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    W1, W2 = W1.detach(), W2.detach()
+    h = F.relu(F.conv1d(x.transpose(1, 2), W1[:, :, None], b1))
+    return F.conv1d(h, W2[:, :, None], b2).transpose(1, 2)
 """),
     ],
 }

@@ -79,7 +79,7 @@ def check(exercise_id: str, fn) -> None:
 
 def _where(obj) -> str:
     """``companion/models/classifier.py``: the file that defines ``obj``, inside the package."""
-    path = Path(inspect.getsourcefile(obj)).resolve()
+    path = Path(inspect.getsourcefile(inspect.unwrap(obj))).resolve()  # through decorators
     try:
         return path.relative_to(_PACKAGE_ROOT).as_posix()
     except ValueError:

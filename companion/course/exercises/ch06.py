@@ -68,6 +68,20 @@ def conv_feed_forward(x, W1, b1, W2, b2):
 
 # --- checks -----------------------------------------------------------------------
 
+def _expect_gradients_reach(outputs, inputs: dict, case: str, hint: str) -> None:
+    """Every input that requires a gradient must get one from the outputs (a weight cut off by
+    .detach() or torch.no_grad() would not be trained)."""
+    expect_gradient(outputs[0], case, hint)
+    randn = draws(99)
+    total = sum((out * randn(*out.shape).to(out.dtype)).sum() for out in outputs if out.requires_grad)
+    names = [name for name, value in inputs.items() if isinstance(value, torch.Tensor) and value.requires_grad]
+    grads = torch.autograd.grad(total, [inputs[name] for name in names], allow_unused=True)
+    missing = [name for name, grad in zip(names, grads) if grad is None or not bool((grad != 0).any())]
+    if missing:
+        raise Mismatch(f"{case}: no gradient reaches {', '.join(missing)} (the values are right, but training "
+                       f"could not change {'it' if len(missing) == 1 else 'them'}). Hint: {hint}")
+
+
 # decoder_mask --------------------------------------------------------------------
 
 
@@ -190,8 +204,8 @@ def _additive_float64_gradients(fn):
     case = "float64 inputs that require gradients (the scorer is trained)"
     hint = ("stay in PyTorch operations in the inputs' dtype: no .float(), .detach(), .item() or torch.no_grad(); "
             "build the -inf with masked_fill or torch.where")
-    context, _ = _additive(fn, inputs, case, hint)
-    expect_gradient(context, case, hint)
+    context, weights = _additive(fn, inputs, case, hint)
+    _expect_gradients_reach((context, weights), inputs, case, hint)
 
 
 # greedy --------------------------------------------------------------------------
@@ -250,20 +264,32 @@ def _greedy_expected(model, src, bos_id, eos_id, pad_id, max_len):
     return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
-def _greedy(fn, model, src, max_len, case, hint, bos_id=1, eos_id=2, pad_id=0):
+def _greedy(fn, model, src, max_len, case, hint, bos_id=1, eos_id=2, pad_id=0, plain_model=None):
+    """``plain_model``: the same model without the learner-facing recording, for the expected value."""
     got = call(fn, case, hint, model=model, src=src, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id, max_len=max_len)
     if isinstance(got, torch.Tensor) and got.dtype != torch.long:
         raise Mismatch(f"{case}: expected token ids of dtype torch.int64, got {got.dtype}. Hint: start from "
                        "torch.full(..., bos_id, dtype=torch.long); argmax gives int64")
-    expect_equal(got, _greedy_expected(model, src, bos_id, eos_id, pad_id, max_len), case, hint)
+    expected = _greedy_expected(plain_model or model, src, bos_id, eos_id, pad_id, max_len)
+    expect_equal(got, expected, case, hint)
 
 
 def _greedy_by_hand(fn):
-    _greedy(fn, _counter, torch.tensor([[6, 3]]), 5,
-            "one source starting with 6, a model that counts up from it: BOS 6 7 8 EOS",
-            "start from [BOS]; at each step call model(src, out), take the argmax of the LAST position's logits "
-            "(logits[:, -1]) over the vocabulary, append it to out and feed the longer out back in; stop after "
-            "EOS")
+    case = "one source starting with 6, a model that counts up from it: BOS 6 7 8 EOS"
+    hint = ("start from [BOS]; at each step call model(src, out) (here the model returns the logits tensor "
+            "itself), take the argmax of the LAST position's logits (logits[:, -1]) over the vocabulary, append "
+            "it to out and feed the longer out back in; stop after EOS")
+    widths = []
+
+    def recording(src, prefix):
+        widths.append(prefix.shape[1] if isinstance(prefix, torch.Tensor) and prefix.dim() == 2 else None)
+        return _counter(src, prefix)
+
+    _greedy(fn, recording, torch.tensor([[6, 3]]), 5, case, hint, plain_model=_counter)
+    if widths != [1, 2, 3, 4]:
+        raise Mismatch(f"{case}: the model was called with prefixes of widths {widths}; expected [1, 2, 3, 4]: "
+                       "one call per new token, with BOS and the tokens written so far (not a buffer padded to "
+                       "max_len, and no extra calls)")
 
 
 def _greedy_feeds_back(fn):
@@ -276,7 +302,8 @@ def _greedy_feeds_back(fn):
 def _greedy_max_len(fn):
     _greedy(fn, _counter, torch.tensor([[3], [5]]), 3,
             "max_len = 3 stops two rows that have not reached EOS: [BOS 3 4 5] and [BOS 5 6 7]",
-            "generate at most max_len tokens after BOS, so the output has at most 1 + max_len columns")
+            "generate at most max_len tokens after BOS, so the output has at most 1 + max_len columns; each "
+            "is the argmax of the last position's logits (greedy: no sampling)")
 
 
 def _greedy_ragged(fn):
@@ -349,7 +376,7 @@ def _ffn_float64_gradients(fn):
         inputs[name].requires_grad_(True)
     case = "float64 inputs that require gradients (the weights are trained)"
     hint = "stay in PyTorch operations in x's dtype: no .float(), .detach(), .numpy() or torch.no_grad()"
-    expect_gradient(_ffn(fn, inputs, case, hint), case, hint)
+    _expect_gradients_reach((_ffn(fn, inputs, case, hint),), inputs, case, hint)
 
 
 EXERCISES = (
