@@ -29,15 +29,19 @@ from .layers import DecoderLayer, EncoderLayer
 from .transformer import Decoder, Encoder, Transformer
 from .recurrent import AdditiveAttention
 from .decoding import greedy_decode
+from .kv_cache import KVCache
+from .sampling import next_token_probs, sample_next_token
 from .bigram_embedding import BigramEmbedding
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
 from .models import (POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
                      train_retriever, train_two_relations, train_which_first, two_relations_accuracy,
-                     which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match)
+                     which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match, TransformerLM, generate,
+                     train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram)
 from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
-                   two_relations_batch, which_first_batch, reversal_pairs, reversal_splits)
+                   two_relations_batch, which_first_batch, reversal_pairs, reversal_splits, CharVocab,
+                   reviews_to_text, random_windows)
 
 __version__ = "0.1.0"
 
@@ -101,6 +105,19 @@ __all__ = [
     "pad_batch",
     "count_bigrams",
     "BigramEmbedding",
+    # chapter 8: a generative Transformer
+    "TransformerLM",
+    "KVCache",
+    "next_token_probs",
+    "sample_next_token",
+    "generate",
+    "train_language_model",
+    "evaluate_bits_per_char",
+    "random_windows",
+    "NGramLM",
+    "fit_ngram",
+    "CharVocab",
+    "reviews_to_text",
     # equality with PyTorch
     "copy_weights",
     "torch_state_dict",

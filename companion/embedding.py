@@ -57,8 +57,9 @@ class TokenEmbedding(nn.Module):
             self.positional = LearnedPositionalEmbedding(max_len, d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """int ``(batch, t)`` -> ``(batch, t, d_model)``."""
+    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """int ``(batch, t)`` -> ``(batch, t, d_model)``; ``offset`` is the position of the
+        first token (``0``, or the number of tokens already cached, chapter 8)."""
         check_tokens("tokens", tokens)
         if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
             raise ValueError(
@@ -66,4 +67,4 @@ class TokenEmbedding(nn.Module):
                 f"and max {int(tokens.max())}; map unknown words to an <unk> id"
             )
         x = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, t, d_model)
-        return self.dropout(self.positional(x))
+        return self.dropout(self.positional(x, offset))

@@ -24,6 +24,7 @@ from torch import nn
 
 from ._checks import check_positive_int, check_tensor
 from .feedforward import PositionwiseFeedForward
+from .kv_cache import KVCache
 from .multihead import MultiHeadAttention
 
 __all__ = ["EncoderLayer", "DecoderLayer"]
@@ -96,22 +97,26 @@ class EncoderLayer(_Layer):
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False,
+        cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Encode ``x``.
+        """Encode ``x``; with the causal mask, the same layer is a GPT block (chapter 8).
 
         Args:
             x: ``(batch, t, d_model)``.
             mask: optional bool, ``True`` = may attend; ``(batch, 1, t)`` for padding, or
                 any shape :class:`MultiHeadAttention` accepts.
             need_weights: also return the self-attention weights.
+            cache: a :class:`companion.KVCache` for the self-attention (chapter 8): ``x``
+                holds only the new positions, which also attend to the cached ones.
 
         Returns:
             ``(output, weights)``: output ``(batch, t, d_model)``; weights
-            ``(batch, num_heads, t, t)`` or ``None``.
+            ``(batch, num_heads, t, t_k)`` or ``None`` (``t_k = t`` plus the cached positions).
         """
         self._check_x("x", x)
-        x, weights = self._sublayer(0, x, lambda h: self.self_attn(h, h, h, mask=mask, need_weights=need_weights))
+        x, weights = self._sublayer(
+            0, x, lambda h: self.self_attn(h, h, h, mask=mask, need_weights=need_weights, cache=cache))
         x, _ = self._sublayer(1, x, self._feed_forward)
         return x, weights
 

@@ -18,18 +18,29 @@ from ._checks import check_positive_int, describe
 __all__ = ["causal_mask", "padding_mask", "from_key_padding_mask"]
 
 
-def causal_mask(t: int, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(t_q: int, t_k: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
     """Position ``i`` may attend to positions ``0..i`` only: the decoder's self-attention (chapter 6).
 
+    With ``t_k > t_q`` the queries are the **last** ``t_q`` of ``t_k`` positions: the new
+    tokens of a decoder that keeps the earlier keys in a cache (chapter 8). Query ``i`` sits
+    at position ``t_k - t_q + i`` and sees keys ``0 .. t_k - t_q + i``.
+
     Args:
-        t: sequence length.
+        t_q: number of queries (the sequence length when there is no cache).
+        t_k: number of keys, ``>= t_q``; default ``t_q``.
         device: where to create the mask.
 
     Returns:
-        bool ``(t, t)``, lower triangular, ``True`` = may attend.
+        bool ``(t_q, t_k)``, lower triangular from the diagonal ``t_k - t_q``, ``True`` = may attend.
     """
-    check_positive_int("t", t)
-    return torch.ones(t, t, dtype=torch.bool, device=device).tril()
+    check_positive_int("t_q" if t_k is not None else "t", t_q)
+    if t_k is None:
+        t_k = t_q
+    check_positive_int("t_k", t_k)
+    if t_k < t_q:
+        raise ValueError(f"causal_mask needs t_k >= t_q (the queries are the last t_q of the t_k positions), got "
+                         f"t_q={t_q} and t_k={t_k}")
+    return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
 
 
 def padding_mask(

@@ -21,6 +21,7 @@ from torch import nn
 
 from ._checks import check_mask, check_positive_int, check_probability, check_same_dtype_device, check_tensor
 from .attention import scaled_dot_product_attention
+from .kv_cache import KVCache
 from .rotary import apply_rotary
 
 __all__ = ["MultiHeadAttention"]
@@ -135,6 +136,7 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         head_mask: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -154,13 +156,23 @@ class MultiHeadAttention(nn.Module):
             head_mask: optional ``(num_heads,)`` float factors, one per head, multiplying
                 each head's output before ``W_o`` mixes them: ``0`` removes a head (the
                 ablation of chapter 4), ``1`` keeps it. The returned weights are unchanged.
+            cache: a :class:`companion.KVCache` (chapter 8): the new keys and values are
+                appended to it, and the queries attend to every cached position plus the
+                new ones, so ``t_k`` in ``mask`` and in the weights counts them all
+                (``len(cache)`` before the call plus ``key``'s length).
 
         Returns:
             ``(output, weights)``: output ``(batch, t_q, d_model)``; weights
             ``(batch, num_heads, t_q, t_k)`` per head, or ``None`` unless ``need_weights``.
         """
         self._check_inputs(query, key, value)
-        batch, t_q, t_k = query.size(0), query.size(1), key.size(1)
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a companion.KVCache (or None), got {type(cache).__name__}")
+        if cache is not None and self.rotary:
+            raise ValueError("a KVCache with rotary=True is not supported: the rotary angles would restart at "
+                             "position 0 for the new tokens; generate without the cache")
+        batch, t_q = query.size(0), query.size(1)
+        t_k = key.size(1) + (len(cache) if cache is not None else 0)  # cached positions come first
         if mask is not None:
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
                 mask = mask.unsqueeze(1)  # (batch, 1, t_q, t_k): the same mask for every head
@@ -170,6 +182,8 @@ class MultiHeadAttention(nn.Module):
 
         Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
         Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
+        if cache is not None:  # prepend the cached positions: (batch, num_heads, t_k, d_k)
+            K, V = cache.update(K, V)
         if self.rotary:  # turn each query and key by its position's angles (chapter 5)
             Q, K = apply_rotary(Q), apply_rotary(K)
         dropout_p = self.dropout if self.training else 0.0

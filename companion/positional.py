@@ -71,14 +71,18 @@ def sinusoidal_shift(k: int, d_model: int) -> torch.Tensor:
     return torch.block_diag(*blocks).float()  # (d_model, d_model)
 
 
-def _check_length(x: torch.Tensor, d_model: int, max_len: int) -> None:
+def _check_length(x: torch.Tensor, d_model: int, max_len: int, offset: int = 0) -> None:
     check_tensor("x", x, ndim=3, shape_doc="(batch, seq, d_model)")
     if x.size(-1) != d_model:
         raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
-    if x.size(1) > max_len:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be an int >= 0 (the position of x's first token), got {offset!r}")
+    if offset + x.size(1) > max_len:
+        where = (f"positions {offset} .. {offset + x.size(1) - 1} go past" if offset
+                 else f"sequence length {x.size(1)} is longer than")
         raise ValueError(
-            f"sequence length {x.size(1)} is longer than max_len={max_len}; "
-            f"truncate the input or build the module with max_len >= {x.size(1)}"
+            f"{where} max_len={max_len}; "
+            f"truncate the input or build the module with max_len >= {offset + x.size(1)}"
         )
 
 
@@ -98,10 +102,14 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.d_model, self.max_len = d_model, max_len
         self.register_buffer("encoding", sinusoidal_encoding(max_len, d_model), persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``: ``x + E[:seq]``."""
-        _check_length(x, self.d_model, self.max_len)
-        return x + self.encoding[: x.size(1)].to(x.dtype)
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``: ``x + E[offset : offset + seq]``.
+
+        ``offset`` is the position of ``x``'s first token: ``0``, or the number of tokens a
+        decoder has already cached (chapter 8).
+        """
+        _check_length(x, self.d_model, self.max_len, offset)
+        return x + self.encoding[offset : offset + x.size(1)].to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -123,10 +131,13 @@ class LearnedPositionalEmbedding(nn.Module):
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(d_model))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``: ``x + P[:seq]``."""
-        _check_length(x, self.d_model, self.max_len)
-        return x + self.embedding.weight[: x.size(1)]
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``: ``x + P[offset : offset + seq]``.
+
+        ``offset`` is the position of ``x``'s first token (chapter 8's cached decoding).
+        """
+        _check_length(x, self.d_model, self.max_len, offset)
+        return x + self.embedding.weight[offset : offset + x.size(1)]
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, d_model={self.d_model}"

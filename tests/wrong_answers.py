@@ -1800,4 +1800,236 @@ def conv_feed_forward(x, W1, b1, W2, b2):
     return F.conv1d(h, W2[:, :, None], b2).transpose(1, 2)
 """),
     ],
+    "ch08-bpc": [
+        ("natural log: nats, not bits", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, :-1], dim=-1)
+    return -log_p.gather(-1, ids[:, 1:, None]).mean()
+"""),
+        ("predicts the current character (no shift)", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits, dim=-1)
+    return -log_p.gather(-1, ids[..., None]).mean() / math.log(2)
+"""),
+        ("shifted the wrong way", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, 1:], dim=-1)
+    return -log_p.gather(-1, ids[:, :-1, None]).mean() / math.log(2)
+"""),
+        ("log10", """
+def bits_per_char(logits, ids):
+    p = torch.softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])
+    return -torch.log10(p).mean()
+"""),
+        ("log of softmax: overflows on confident logits", """
+def bits_per_char(logits, ids):
+    p = torch.softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])
+    return -torch.log2(p).mean()
+"""),
+        ("the sum, not the mean", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, :-1], dim=-1)
+    return -log_p.gather(-1, ids[:, 1:, None]).sum() / math.log(2)
+"""),
+        ("divides by t, not t - 1", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, :-1], dim=-1)
+    nats = -log_p.gather(-1, ids[:, 1:, None]).sum()
+    return nats / (ids.numel() * math.log(2))
+"""),
+        ("averages over the vocabulary too", """
+def bits_per_char(logits, ids):
+    return -torch.log_softmax(logits[:, :-1], dim=-1).mean() / math.log(2)
+"""),
+        ("softmax over the time axis", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, :-1], dim=1)
+    return -log_p.gather(-1, ids[:, 1:, None]).mean() / math.log(2)
+"""),
+        ("the cost of the most likely character, not the true one", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, :-1], dim=-1)
+    return -log_p.max(dim=-1).values.mean() / math.log(2)
+"""),
+        ("returns a Python float", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, :-1], dim=-1)
+    return (-log_p.gather(-1, ids[:, 1:, None]).mean() / math.log(2)).item()
+"""),
+    ],
+    "ch08-temperature": [
+        ("multiplies by the temperature", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits * temperature, dim=-1)
+"""),
+        ("divides by zero at T = 0", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.softmax(logits / temperature, dim=-1)
+"""),
+        ("zeroes the tail after the softmax, without renormalising", """
+def temperature_probs(logits, temperature, top_k=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    p = torch.softmax(logits / temperature, dim=-1)
+    if top_k is not None:
+        kth = p.topk(top_k, dim=-1).values[:, -1:]
+        p = torch.where(p >= kth, p, torch.zeros_like(p))
+    return p
+"""),
+        ("one top-k for the whole batch", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.flatten().topk(top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits / temperature, dim=-1)
+"""),
+        ("drops the ties at the k-th logit", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        index = logits.topk(top_k, dim=-1).indices
+        keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, index, True)
+        logits = logits.masked_fill(~keep, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits / temperature, dim=-1)
+"""),
+        ("keeps k + 1 characters", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k + 1, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits / temperature, dim=-1)
+"""),
+        ("exp without the maximum: overflows", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    e = torch.exp(logits / temperature)
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("masks the caller's logits in place", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits.masked_fill_(logits < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits / temperature, dim=-1)
+"""),
+        ("the temperature after the softmax: p ** (1 / T), not renormalised", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits, dim=-1) ** (1 / temperature)
+"""),
+        ("greedy gives the last of tied maxima", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        last = logits.shape[-1] - 1 - logits.flip(-1).argmax(-1)
+        return F.one_hot(last, logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits / temperature, dim=-1)
+"""),
+    ],
+    "ch08-cache": [
+        ("appends keys but not values", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K = torch.cat([K_cache, k], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    out = torch.softmax(scores[..., -V_cache.shape[1]:], dim=-1) @ V_cache
+    return out, K, V_cache
+"""),
+        ("puts the new key first", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K = torch.cat([k, K_cache], dim=1)
+    V = torch.cat([v, V_cache], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    return torch.softmax(scores, dim=-1) @ V, K, V
+"""),
+        ("attends to the cache only, not to the new token", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    scores = q @ K_cache.transpose(1, 2) / math.sqrt(K_cache.shape[-1])
+    out = torch.softmax(scores, dim=-1) @ V_cache
+    return out, torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+"""),
+        ("no 1/sqrt(d_k)", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    return torch.softmax(q @ K.transpose(1, 2), dim=-1) @ V, K, V
+"""),
+        ("scales by sqrt(d_model)", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(x_new.shape[-1])
+    return torch.softmax(scores, dim=-1) @ V, K, V
+"""),
+        ("scales by sqrt(d_v)", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(V.shape[-1])
+    return torch.softmax(scores, dim=-1) @ V, K, V
+"""),
+        ("softmax over the query axis", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    return torch.softmax(scores, dim=1) @ V, K, V
+"""),
+        ("the weights not transposed (x @ W)", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q, x_new @ W_k, x_new @ W_v
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    return torch.softmax(scores, dim=-1) @ V, K, V
+"""),
+        ("returns the old cache", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    return torch.softmax(scores, dim=-1) @ V, K_cache, V_cache
+"""),
+        ("the key projection used for the values", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k = x_new @ W_q.T, x_new @ W_k.T
+    K = torch.cat([K_cache, k], dim=1)
+    V = torch.cat([V_cache, x_new @ W_v.T], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    return torch.softmax(scores, dim=-1) @ K, K, V
+"""),
+        ("the query detached: W_q could not be trained", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = (x_new @ W_q.T).detach(), x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    return torch.softmax(scores, dim=-1) @ V, K, V
+"""),
+    ],
 }

@@ -9,6 +9,8 @@ recipes: one module per model the course trains.
 - :mod:`companion.models.classifier`: the Transformer sentiment classifier (chapter 7).
 - :mod:`companion.models.training`: its length-bucketed training loop and prediction.
 - :mod:`companion.models.sentiment`: chapter 7's configurations, split, save and load.
+- :mod:`companion.models.language_model`: the decoder-only Transformer, its training and generation (chapter 8).
+- :mod:`companion.models.ngram_lm`: n-gram models with add-k smoothing, its baselines (chapter 8).
 
 Models import the blocks (``companion.*``) and the data wing (``companion.data``), never the
 course wing (``companion.course``).
@@ -19,8 +21,11 @@ from .retriever import SCALINGS, Retriever, train_retriever
 from .two_relations import TwoRelations, train_two_relations, two_relations_accuracy
 from .rnn_seq2seq import GRUSeq2Seq
 from .seq2seq import exact_match, train_seq2seq, translate
+from .language_model import TransformerLM, evaluate_bits_per_char, generate, train_language_model
+from .ngram_lm import NGramLM, fit_ngram
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
 
 __all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
            "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
-           "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match"]
+           "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match", "TransformerLM", "generate",
+           "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram"]

@@ -1,0 +1,256 @@
+"""A generative (decoder-only) Transformer: the next-token language model of chapter 8.
+
+Read top to bottom, the model is three lines of chapter 5 and 6 blocks::
+
+    x = TokenEmbedding(ids)                          # ids * sqrt(d_model) + positions
+    x = EncoderLayer(x, mask=causal_mask(t))  x L     # a GPT block = encoder layer + causal mask
+    logits = Linear(LayerNorm(x))                    # (batch, t, vocab): a guess per position
+
+The logits at position ``i`` score the token at ``i + 1``: with the causal mask, position
+``i`` sees tokens ``0 .. i`` only, so one forward pass over ``t`` tokens makes ``t``
+predictions and none of them can peek at its answer. Generation (:func:`generate`) feeds the
+model its own samples, with a :class:`companion.KVCache` per layer so that each step computes
+only the new token.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from .._checks import check_positive_int, check_tokens
+from ..data.chars import random_windows
+from ..embedding import TokenEmbedding
+from ..kv_cache import KVCache
+from ..layers import EncoderLayer
+from ..masks import causal_mask
+from ..sampling import sample_next_token
+
+__all__ = ["TransformerLM", "generate", "train_language_model", "evaluate_bits_per_char"]
+
+
+class TransformerLM(nn.Module):
+    """A decoder-only Transformer that predicts the next token (chapter 8).
+
+    Args:
+        vocab_size: number of token ids (characters, in chapter 8).
+        d_model: width of the token representations.
+        num_heads: attention heads per layer.
+        num_layers: number of blocks.
+        d_ff: hidden width of the feed-forward blocks; default ``4 * d_model``.
+        max_len: the longest context, prompt and generated tokens together.
+        dropout: dropout in the embeddings and the blocks (training mode only).
+        positional: ``"learned"`` (GPT's choice) or ``"sinusoidal"``.
+
+    The blocks are pre-norm :class:`companion.EncoderLayer` s, so a final LayerNorm comes
+    before the output projection (chapter 6 explains why pre-norm trains more easily).
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
+                 d_ff: int | None = None, max_len: int = 256, dropout: float = 0.0,
+                 positional: str = "learned") -> None:
+        super().__init__()
+        check_positive_int("num_layers", num_layers)
+        self.vocab_size, self.max_len, self.num_layers = vocab_size, max_len, num_layers
+        self.embedding = TokenEmbedding(vocab_size, d_model, max_len, positional=positional, dropout=dropout)
+        self.blocks = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=True) for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def new_caches(self) -> list[KVCache]:
+        """One empty :class:`companion.KVCache` per block, for :meth:`forward`'s ``caches``."""
+        return [KVCache() for _ in self.blocks]
+
+    def forward(self, ids: torch.Tensor, caches: list[KVCache] | None = None,
+                need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+        """Next-token logits at every position.
+
+        Args:
+            ids: int64 ``(batch, t)``, the tokens (without a cache: the whole sequence; with
+                one: only the positions not cached yet).
+            caches: ``None``, or one :class:`companion.KVCache` per block (from
+                :meth:`new_caches`); the new positions attend to the cached ones and are
+                appended to them.
+            need_weights: also return each block's attention weights.
+
+        Returns:
+            ``(logits, weights)``: logits ``(batch, t, vocab)``, where position ``i`` scores
+            the token that follows it; weights ``None`` or a list of ``num_layers`` tensors
+            ``(batch, num_heads, t, t_k)``, ``t_k`` counting the cached positions.
+        """
+        check_tokens("ids", ids)
+        if ids.dim() != 2 or ids.size(1) == 0:
+            raise ValueError(f"ids must be (batch, t) with t >= 1, got shape {tuple(ids.shape)}; "
+                             "add a batch dimension with ids[None] for one sequence")
+        if caches is not None and (not isinstance(caches, (list, tuple)) or len(caches) != self.num_layers):
+            raise ValueError(f"caches must be a list of {self.num_layers} KVCache objects, one per block (use "
+                             f"model.new_caches()), got {type(caches).__name__} "
+                             f"{'of length ' + str(len(caches)) if isinstance(caches, (list, tuple)) else ''}")
+        offset = len(caches[0]) if caches is not None else 0  # the position of ids[:, 0]
+        t = ids.size(1)
+        x = self.embedding(ids, offset)  # (batch, t, d_model)
+        # the new tokens are the last t of offset + t positions; one token alone sees everything
+        mask = causal_mask(t, offset + t, device=ids.device) if t > 1 else None  # (t, offset + t)
+        weights = []
+        for i, block in enumerate(self.blocks):
+            x, w = block(x, mask=mask, need_weights=need_weights, cache=None if caches is None else caches[i])
+            weights.append(w)
+        logits = self.head(self.norm(x))  # (batch, t, vocab)
+        return logits, (weights if need_weights else None)
+
+
+@torch.no_grad()
+def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0,
+             top_k: int | None = None, generator: torch.Generator | None = None,
+             use_cache: bool = True) -> torch.Tensor:
+    """Continue ``prompt`` one sampled token at a time (chapter 8).
+
+    Args:
+        model: a :class:`TransformerLM` (any model with its ``forward(ids, caches)`` and
+            ``new_caches()``).
+        prompt: int64 ``(batch, t0)``, ``t0 >= 1``.
+        max_new_tokens: how many tokens to add; ``t0 + max_new_tokens <= model.max_len``.
+        temperature, top_k: how to draw each token (:func:`companion.next_token_probs`);
+            ``temperature=0`` is greedy decoding.
+        generator: random generator for the draws (seeded: the samples repeat).
+        use_cache: keep every layer's keys and values (:class:`companion.KVCache`) and feed
+            only the newest token; ``False`` reruns the model on the whole sequence each
+            step. Both give the same tokens.
+
+    Returns:
+        int64 ``(batch, t0 + max_new_tokens)``: the prompt, then the new tokens.
+    """
+    check_tokens("prompt", prompt)
+    if prompt.dim() != 2 or prompt.size(1) == 0:
+        raise ValueError(f"prompt must be (batch, t0) with t0 >= 1, got shape {tuple(prompt.shape)}; "
+                         "use prompt[None] for a single sequence")
+    check_positive_int("max_new_tokens", max_new_tokens)
+    if prompt.size(1) + max_new_tokens > model.max_len:
+        raise ValueError(f"the prompt ({prompt.size(1)} tokens) plus max_new_tokens={max_new_tokens} is longer than "
+                         f"the model's max_len={model.max_len} positions; shorten one of them")
+    was_training = model.training
+    model.eval()
+    ids = prompt
+    caches = model.new_caches() if use_cache else None
+    step_input = prompt  # with a cache: the prompt once, then only the newest token
+    for _ in range(max_new_tokens):
+        logits, _ = model(step_input if use_cache else ids, caches)  # (batch, t, vocab)
+        token = sample_next_token(logits[:, -1], temperature, top_k, generator)  # (batch,)
+        ids = torch.cat([ids, token[:, None]], dim=1)  # (batch, t + 1)
+        step_input = token[:, None]  # (batch, 1)
+    model.train(was_training)
+    return ids
+
+
+def train_language_model(model: TransformerLM, ids: torch.Tensor, *, steps: int, batch_size: int = 32,
+                         block_size: int = 128, lr: float = 2e-3, warmup: int = 100, weight_decay: float = 0.01,
+                         seed: int = 0, progress: bool = False) -> dict[str, list[float]]:
+    """Train on random windows of ``ids`` with AdamW: a linear warm-up, then cosine decay (chapter 8).
+
+    Args:
+        model: a :class:`TransformerLM`; its device is used for the batches.
+        ids: ``(n,)`` token ids of the training text.
+        steps: number of optimizer steps.
+        batch_size, block_size: ``batch_size`` windows of ``block_size`` tokens per step.
+        lr, warmup, weight_decay: the optimizer's settings.
+        seed: seeds the window draws.
+        progress: show a progress bar.
+
+    Returns:
+        ``{"bits": [...], "seconds": [...]}``: each step's training loss in bits per token,
+        and the wall-clock time since the start.
+    """
+    check_positive_int("steps", steps)
+    if block_size > model.max_len:
+        raise ValueError(f"block_size={block_size} is longer than the model's max_len={model.max_len}")
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * step / steps)))
+    history: dict[str, list[float]] = {"bits": [], "seconds": []}
+    model.train()
+    start = time.perf_counter()
+    bar = tqdm(range(steps), disable=not progress, desc="training", mininterval=5)
+    for _ in bar:
+        x, y = (z.to(device) for z in random_windows(ids, block_size, batch_size, generator))
+        logits, _ = model(x)  # (batch, block_size, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())  # nats per token
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        history["bits"].append(loss.item() / math.log(2))
+        history["seconds"].append(time.perf_counter() - start)
+        bar.set_postfix(bits=f"{history['bits'][-1]:.3f}", refresh=False)
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def evaluate_bits_per_char(model: TransformerLM, ids: torch.Tensor, block_size: int = 128,
+                           stride: int | None = None, batch_size: int = 64) -> float:
+    """Bits per token on held-out text: the mean of ``-log2 p(ids[i] | ids[:i])`` (chapter 8).
+
+    The model reads windows of ``block_size`` tokens that start every ``stride`` tokens. The
+    first window scores all its predictions; each later one only its last ``stride``, the
+    tokens no earlier window scored, so every token after the first is scored exactly once,
+    with at least ``block_size - stride`` tokens of context (except near the start).
+    ``stride = block_size`` (the default) cuts the text into consecutive windows: cheapest,
+    but a token at the start of a window is predicted from almost nothing.
+
+    Args:
+        model: a :class:`TransformerLM`.
+        ids: ``(n,)`` token ids, ``n >= 2``.
+        block_size: the window length, at most ``model.max_len``.
+        stride: how far each window moves, ``1 <= stride <= block_size``.
+        batch_size: windows per forward pass.
+
+    Returns:
+        the mean bits over the ``n - 1`` predicted tokens ``ids[1:]``.
+    """
+    if ids.dim() != 1 or ids.size(0) < 2:
+        raise ValueError(f"ids must be a 1-D stream of at least 2 tokens, got shape {tuple(ids.shape)}")
+    check_positive_int("block_size", block_size)
+    if block_size > model.max_len:
+        raise ValueError(f"block_size={block_size} is longer than the model's max_len={model.max_len}")
+    stride = block_size if stride is None else stride
+    check_positive_int("stride", stride)
+    if stride > block_size:
+        raise ValueError(f"stride={stride} must be at most block_size={block_size}, or some tokens are never scored")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    ids = ids.long()
+    n = ids.size(0) - 1  # predictions: ids[1:] from ids[:-1]
+    # window w reads inputs [start, start + block_size) and scores the targets from `first` on
+    windows, start = [], 0
+    while True:
+        first = 0 if start == 0 else block_size - stride  # earlier windows scored the rest
+        stop = min(start + block_size, n)
+        windows.append((start, stop, first))
+        if stop == n:
+            break
+        start += stride
+    total, count = 0.0, 0
+    for length in sorted({stop - start for start, stop, _ in windows}):  # full windows, then the last one
+        same = [w for w in windows if w[1] - w[0] == length]
+        for i in range(0, len(same), batch_size):
+            chunk = same[i: i + batch_size]
+            x = torch.stack([ids[a:b] for a, b, _ in chunk]).to(device)  # (windows, length)
+            y = torch.stack([ids[a + 1:b + 1] for a, b, _ in chunk]).to(device)
+            logits, _ = model(x)  # (windows, length, vocab)
+            nats = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")  # (windows, length)
+            for row, (_, _, first) in zip(nats, chunk):
+                total += row[first:].sum().item()
+                count += length - first
+    model.train(was_training)
+    return total / count / math.log(2)  # count == n: every prediction scored once

@@ -1,0 +1,74 @@
+"""Choosing the next token from a language model's logits (chapter 8).
+
+The model gives a score (a logit) per vocabulary entry. Turning scores into a choice is
+chapter 1's soft attention again, now over the vocabulary: ``softmax(beta * logits)`` with
+the inverse temperature ``beta = 1 / temperature``::
+
+    p(v) = exp(logit_v / T) / sum_u exp(logit_u / T)
+
+- ``T -> 0`` is hard attention: all the probability on the best token (greedy decoding);
+- ``T = 1`` is the model's own distribution;
+- ``T -> infinity`` is uniform over the vocabulary.
+
+Top-k sampling first keeps only the ``k`` highest logits, so a long tail of unlikely
+tokens cannot be drawn.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._checks import check_positive_int, check_tensor
+from .attention import hardargmax, softargmax
+
+__all__ = ["next_token_probs", "sample_next_token"]
+
+
+def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
+    """The distribution the next token is drawn from (chapter 8).
+
+    Args:
+        logits: ``(batch, vocab)``, the scores of the next token.
+        temperature: ``T >= 0``; the logits are divided by it (``beta = 1 / T`` of
+            chapter 1). ``0`` puts all the probability on the highest logit (the first one
+            on a tie), which is greedy decoding.
+        top_k: keep the ``k`` highest logits of each row and give the rest probability 0;
+            a logit tied with the ``k``-th highest is kept too. ``None`` keeps all.
+
+    Returns:
+        ``(batch, vocab)`` probabilities, each row summing to 1.
+    """
+    check_tensor("logits", logits, ndim=2, shape_doc="(batch, vocab)")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (
+            math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy, 1 = the model's own "
+                         f"distribution), got {temperature!r}")
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+        if top_k < logits.size(-1):
+            kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1): the k-th highest logit
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        return hardargmax(logits)  # one-hot of the highest logit
+    return softargmax(logits, beta=1.0 / temperature)  # softmax(logits / T)
+
+
+def sample_next_token(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                      generator: torch.Generator | None = None) -> torch.Tensor:
+    """Draw one next token per row from :func:`next_token_probs` (chapter 8).
+
+    Args:
+        logits: ``(batch, vocab)``.
+        temperature: as in :func:`next_token_probs`; ``0`` takes the argmax without drawing.
+        top_k: as in :func:`next_token_probs`.
+        generator: the random generator to draw from (seeded, the samples repeat).
+
+    Returns:
+        int64 ``(batch,)``, the chosen token ids.
+    """
+    probs = next_token_probs(logits, temperature, top_k)  # (batch, vocab)
+    if temperature == 0:
+        return probs.argmax(dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(1)  # (batch,)
