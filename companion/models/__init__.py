@@ -11,6 +11,8 @@ recipes: one module per model the course trains.
 - :mod:`companion.models.sentiment`: chapter 7's configurations, split, save and load.
 - :mod:`companion.models.language_model`: the decoder-only Transformer, its training and generation (chapter 8).
 - :mod:`companion.models.ngram_lm`: n-gram models with add-k smoothing, its baselines (chapter 8).
+- :mod:`companion.models.bert`: BERT's encoder from the course's blocks (chapter 9).
+- :mod:`companion.models.pretrained`: loading a real checkpoint into it, tokenising, sentence embeddings (chapter 9).
 
 Models import the blocks (``companion.*``) and the data wing (``companion.data``), never the
 course wing (``companion.course``).
@@ -23,9 +25,14 @@ from .rnn_seq2seq import GRUSeq2Seq
 from .seq2seq import exact_match, train_seq2seq, translate
 from .language_model import TransformerLM, evaluate_bits_per_char, generate, train_language_model
 from .ngram_lm import NGramLM, fit_ngram
+from .bert import BertConfig, BertEncoder, BertOutput
+from .pretrained import (MINILM_ID, encode_sentences, layer_state_dict, load_pretrained, mean_pool, minilm_path,
+                         read_checkpoint, sentence_embedding)
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
 
 __all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
            "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
            "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match", "TransformerLM", "generate",
-           "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram"]
+           "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram",
+           "BertConfig", "BertEncoder", "BertOutput", "MINILM_ID", "load_pretrained", "minilm_path", "read_checkpoint",
+           "layer_state_dict", "encode_sentences", "mean_pool", "sentence_embedding"]

@@ -183,7 +183,7 @@ class BertEncoder(nn.Module):
         Args:
             input_ids: int ``(batch, t)``, ``t <= max_position_embeddings``.
             attention_mask: int or bool ``(batch, t)``, 1 at real tokens, 0 at padding
-                (what :func:`companion.models.pretrained.encode` returns); ``None`` = no
+                (what :func:`companion.models.pretrained.encode_sentences` returns); ``None`` = no
                 padding. Padding keys get no attention; padded positions still get an
                 output, which means nothing.
             token_type_ids: int ``(batch, t)``, the segment of each token; ``None`` = all 0
@@ -215,7 +215,7 @@ class BertEncoder(nn.Module):
         if input_ids.size(1) > config.max_position_embeddings:
             raise ValueError(
                 f"input_ids has {input_ids.size(1)} tokens, more than the model's max_position_embeddings="
-                f"{config.max_position_embeddings} learned positions; truncate, e.g. encode(..., max_length="
+                f"{config.max_position_embeddings} learned positions; truncate, e.g. encode_sentences(..., max_length="
                 f"{config.max_position_embeddings})"
             )
         if token_type_ids is not None:

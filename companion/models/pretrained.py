@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from .._checks import check_tensor, describe
 from .bert import BertConfig, BertEncoder
 
-__all__ = ["MINILM_ID", "minilm_path", "read_checkpoint", "layer_state_dict", "load_pretrained", "encode",
+__all__ = ["MINILM_ID", "minilm_path", "read_checkpoint", "layer_state_dict", "load_pretrained", "encode_sentences",
            "mean_pool", "sentence_embedding"]
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # 6 layers, d_model 384, 12 heads, d_ff 1536
@@ -183,7 +183,7 @@ def load_pretrained(path_or_model_id: str | Path, *, device: torch.device | str 
 
     Returns:
         ``(model, tokenizer)``: the :class:`BertEncoder` in eval mode (float32), and the
-        ``tokenizers.Tokenizer`` of ``tokenizer.json`` (use it through :func:`encode`).
+        ``tokenizers.Tokenizer`` of ``tokenizer.json`` (use it through :func:`encode_sentences`).
 
     Raises:
         FileNotFoundError: a needed file is missing (the message names it).
@@ -224,7 +224,7 @@ def load_pretrained(path_or_model_id: str | Path, *, device: torch.device | str 
     return model.to(device).eval(), tokenizer
 
 
-def encode(tokenizer, sentences: list[str], *, max_length: int | None = None, device=None):
+def encode_sentences(tokenizer, sentences: list[str], *, max_length: int | None = None, device=None):
     """Tokenise sentences into a batch padded to the longest one (chapter 9).
 
     The checkpoint's ``tokenizer.json`` may carry its own settings (all-MiniLM-L6-v2's pads
@@ -306,7 +306,7 @@ def sentence_embedding(model: BertEncoder, tokenizer, sentences: list[str], *, m
         float ``(batch, d_model)``, every row of L2 norm 1.
     """
     device = next(model.parameters()).device
-    input_ids, attention_mask = encode(tokenizer, sentences, max_length=max_length, device=device)
+    input_ids, attention_mask = encode_sentences(tokenizer, sentences, max_length=max_length, device=device)
     with torch.no_grad():
         hidden = model(input_ids, attention_mask).last_hidden_state  # (batch, t, d_model)
     return F.normalize(mean_pool(hidden, attention_mask), p=2, dim=-1)  # (batch, d_model)

@@ -108,3 +108,67 @@ def test_search_finds_the_chapters(site, visit):
     results = page.locator("#search-results ul li a").all_inner_texts()
     assert any("key-value" in r.lower() for r in results), results
     assert not log["outside"] and not log["failed"]
+
+
+HEAD_VIEW_JS = {
+    "weights": "root => Array.from(root.querySelectorAll('.hv-k')).map(e => Number(e.dataset.weight))",
+    "lines": "root => root.querySelectorAll('svg line').length",
+}
+
+
+def exercise_head_view(page, root):
+    """Drive one head view like a reader: pick a head, hover tokens; return what changed."""
+    def state():
+        return root.evaluate(HEAD_VIEW_JS["weights"]), root.get_attribute("data-query")
+
+    first, query = state()
+    assert query is not None, "the view's script did not run"
+    assert first and abs(sum(first) - 1) < 0.01 * len(first), first  # one row of a softmax, 3 decimals
+    assert root.evaluate(HEAD_VIEW_JS["lines"]) == len(first)
+    heads = root.locator("select.hv-head option").count()
+    root.locator("select.hv-head").select_option(str(heads - 1))
+    other_head, _ = state()
+    assert other_head != first, "choosing another head did not change the weights"
+    tokens = root.locator(".hv-q")
+    target = 1 if query != "1" else 2
+    tokens.nth(target).hover()
+    hovered, now = state()
+    assert now == str(target) and hovered != other_head, "hovering a token did not show its attention"
+    token = tokens.nth(target).inner_text()
+    assert f"how \u201c{token}\u201d attends" in root.locator(".hv-readout").inner_text()
+    return first, other_head, hovered
+
+
+def test_the_head_view_responds_to_the_reader(browser, tmp_path):
+    import torch
+
+    from companion.course import head_view
+
+    g = torch.Generator().manual_seed(0)
+    attentions = [torch.softmax(torch.randn(1, 4, 5, 5, generator=g), dim=-1) for _ in range(3)]
+    page_file = tmp_path / "view.html"
+    page_file.write_text("<!doctype html><html><body>" + head_view(list("abcde"), attentions).html + "</body></html>")
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(page_file.as_uri())
+    first, other_head, hovered = exercise_head_view(page, page.locator(".course-head-view"))
+    expected = attentions[0][0, 0, 0]  # layer 1, head 1, query 0 shown first
+    assert max(abs(a - b) for a, b in zip(first, expected.tolist())) <= 0.0005 + 1e-9
+    assert max(abs(a - b) for a, b in zip(hovered, attentions[0][0, 3, 1].tolist())) <= 0.0005 + 1e-9
+    assert not errors, errors
+    page.close()
+
+
+def test_chapter_9_head_view_works_in_the_built_site(site, visit):
+    page, log = visit("chapters/09_pretrained_transformer.html")
+    views = page.locator(".course-head-view")
+    assert views.count() >= 1, "chapter 9 shows no head view"
+    for i in range(views.count()):
+        views.nth(i).scroll_into_view_if_needed()
+        exercise_head_view(page, views.nth(i))
+    screenshots = ROOT / "_build" / "screenshots"
+    screenshots.mkdir(parents=True, exist_ok=True)
+    views.first.screenshot(path=str(screenshots / "chapter9-head-view.png"))
+    errors = [m for m in log["console"] if not any(a in m for a in CONSOLE_ALLOW)]
+    assert not errors and not log["outside"], (errors, log["outside"])
