@@ -2,9 +2,11 @@
 
 import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -128,7 +130,7 @@ def test_encode_equals_transformers_tokenizer(minilm):
     expected = transformers.AutoTokenizer.from_pretrained(path)(SENTENCES, padding=True, return_tensors="pt")
     assert torch.equal(input_ids, expected["input_ids"].to(input_ids.device))
     assert torch.equal(attention_mask, expected["attention_mask"].to(input_ids.device))
-    # tokenizer.json pads to 128 and cuts at 128; encode pads to the longest, and cuts only where asked
+    # tokenizer.json pads to 128 and cuts at 128; encode_sentences pads to the longest, and cuts only where asked
     assert input_ids.size(1) == int(attention_mask.sum(1).max()) < 128
     assert input_ids.dtype == attention_mask.dtype == torch.long
     assert encode_sentences(tokenizer, ["word " * 200])[0].size(1) == 202  # [CLS] + 200 words + [SEP]
@@ -225,7 +227,7 @@ def test_model_input_errors(tiny):
     with pytest.raises(TypeError, match="attention_mask"):
         model(torch.tensor([[101, 102]]), torch.tensor([[1.0, 1.0]]))
     with pytest.raises(TypeError, match="list of strings"):
-        encode(None, "one sentence")
+        encode_sentences(None, "one sentence")
 
 
 # ---------------------------------------------------------------- clear errors, naming the file and the key
@@ -307,3 +309,45 @@ def test_import_companion_needs_no_optional_package():
             "    sys.modules[name] = None\n"
             "import companion, companion.models.pretrained, companion.models.bert\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_exercise_references_match_the_package_on_the_real_checkpoint(minilm):
+    from companion.course.exercises import ch09
+
+    path, model, tokenizer, _ = minilm
+    checkpoint = read_checkpoint(path)
+    for i in (0, 5):
+        ours, reference = layer_state_dict(checkpoint, i), ch09.layer_weights(checkpoint, i)
+        assert ours.keys() == reference.keys() and all(torch.equal(ours[k], reference[k]) for k in ours)
+    input_ids, attention_mask = encode_sentences(tokenizer, SENTENCES)
+    types = (torch.arange(input_ids.size(1)) >= 4).long().expand_as(input_ids)  # a second segment too
+    with torch.no_grad():
+        expected = model.embed(input_ids, types)
+        got = ch09.bert_embed(input_ids, types, model.word_embeddings.weight, model.position.embedding.weight,
+                              model.token_type_embeddings.weight, model.embedding_norm.weight,
+                              model.embedding_norm.bias)
+        torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+        hidden = model(input_ids, attention_mask).last_hidden_state
+    torch.testing.assert_close(ch09.sentence_vectors(hidden, attention_mask),
+                               F.normalize(mean_pool(hidden, attention_mask), dim=-1), atol=1e-6, rtol=0)
+
+
+def test_the_hub_download_path_works_offline_from_a_filled_cache(tmp_path):
+    """The reader's path in Colab, load_pretrained(MINILM_ID), runs huggingface_hub's download code;
+    offline it must find a filled cache, and with an empty cache say what failed."""
+    root = Path(__file__).resolve().parents[1]
+    cache = tmp_path / "hub"
+    subprocess.run([sys.executable, str(root / "tools" / "hub_cache.py"), str(cache)], check=True,
+                   capture_output=True)
+    script = ("import torch\nfrom companion import MINILM_ID, load_pretrained, sentence_embedding\n"
+              "model, tok = load_pretrained(MINILM_ID)\n"
+              "e = sentence_embedding(model, tok, ['a cat', 'a dog'])\n"
+              "print(tuple(e.shape), round(float(e.norm(dim=-1).min()), 4))\n")
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "(2, 384) 1.0"
+    env["HF_HUB_CACHE"] = str(tmp_path / "empty")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode != 0
+    assert "is not a local directory, and downloading it from the Hugging Face Hub failed" in done.stderr

@@ -2032,4 +2032,191 @@ def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
     return torch.softmax(scores, dim=-1) @ V, K, V
 """),
     ],
+    "ch09-embed": [
+        ("positions counted from 1", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = word[input_ids] + token_type[token_type_ids] + position[1:t + 1]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
+        ("token types left out", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    x = word[input_ids] + position[:input_ids.shape[1]]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
+        ("no LayerNorm", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    return word[input_ids] + token_type[token_type_ids] + position[:t]
+"""),
+        ("PyTorch's default epsilon 1e-5", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = word[input_ids] + token_type[token_type_ids] + position[:t]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta)
+"""),
+        ("LayerNorm without gamma and beta", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = word[input_ids] + token_type[token_type_ids] + position[:t]
+    return F.layer_norm(x, x.shape[-1:], eps=1e-12)
+"""),
+        ("the token ids index the position table", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    x = word[input_ids] + token_type[token_type_ids] + position[input_ids % position.shape[0]]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
+        ("variance with Bessel's correction", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = word[input_ids] + token_type[token_type_ids] + position[:t]
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + 1e-12) * gamma + beta
+"""),
+        ("the type table indexed by the word ids", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = word[input_ids] + token_type[input_ids % token_type.shape[0]] + position[:t]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
+    ],
+    "ch09-layer-weights": [
+        ("query, key and value in the wrong order", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.key.{p}"), g(f"attention.self.query.{p}"),
+                                               g(f"attention.self.value.{p}")])
+        s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
+        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
+        s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
+        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+    return s
+"""),
+        ("always layer 0", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.0.{n}"]
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
+                                               g(f"attention.self.value.{p}")])
+        s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
+        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
+        s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
+        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+    return s
+"""),
+        ("the two LayerNorms swapped", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
+                                               g(f"attention.self.value.{p}")])
+        s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
+        s[f"norms.1.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
+        s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
+        s[f"norms.0.{p}"] = g(f"output.LayerNorm.{p}")
+    return s
+"""),
+        ("stacked along the wrong axis", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
+                                               g(f"attention.self.value.{p}")], dim=-1)
+        s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
+        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
+        s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
+        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+    return s
+"""),
+        ("weights only, no biases", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.{i}.{n}.weight"]
+    return {"self_attn.W_qkv.weight": torch.cat([g("attention.self.query"), g("attention.self.key"),
+                                                 g("attention.self.value")]),
+            "self_attn.W_o.weight": g("attention.output.dense"), "norms.0.weight": g("attention.output.LayerNorm"),
+            "feed_forward.linear1.weight": g("intermediate.dense"), "feed_forward.linear2.weight": g("output.dense"),
+            "norms.1.weight": g("output.LayerNorm")}
+"""),
+        ("the two feed-forward layers swapped, transposed to fit", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
+                                               g(f"attention.self.value.{p}")])
+        s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
+        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+    s["feed_forward.linear1.weight"] = g("output.dense.weight").T
+    s["feed_forward.linear2.weight"] = g("intermediate.dense.weight").T
+    s["feed_forward.linear1.bias"] = g("intermediate.dense.bias")
+    s["feed_forward.linear2.bias"] = g("output.dense.bias")
+    return s
+"""),
+        ("the query weights with the key bias", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
+    s = {"self_attn.W_qkv.weight": torch.cat([g("attention.self.query.weight"), g("attention.self.key.weight"),
+                                              g("attention.self.value.weight")]),
+         "self_attn.W_qkv.bias": torch.cat([g("attention.self.key.bias"), g("attention.self.query.bias"),
+                                            g("attention.self.value.bias")])}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
+        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
+        s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
+        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+    return s
+"""),
+    ],
+    "ch09-sentence-vectors": [
+        ("pools over the padding too", """
+def sentence_vectors(hidden, attention_mask):
+    mean = hidden.mean(dim=1)
+    return mean / mean.norm(dim=-1, keepdim=True)
+"""),
+        ("no normalisation", """
+def sentence_vectors(hidden, attention_mask):
+    keep = attention_mask[..., None].to(hidden.dtype)
+    return (hidden * keep).sum(dim=1) / keep.sum(dim=1)
+"""),
+        ("averages over the batch axis", """
+def sentence_vectors(hidden, attention_mask):
+    keep = attention_mask[..., None].to(hidden.dtype)
+    mean = (hidden * keep).sum(dim=0) / keep.sum(dim=0)
+    return mean / mean.norm(dim=-1, keepdim=True)
+"""),
+        ("normalises each token, then averages", """
+def sentence_vectors(hidden, attention_mask):
+    keep = attention_mask[..., None].to(hidden.dtype)
+    unit = hidden / hidden.norm(dim=-1, keepdim=True)
+    return (unit * keep).sum(dim=1) / keep.sum(dim=1)
+"""),
+        ("the CLS token instead of the mean", """
+def sentence_vectors(hidden, attention_mask):
+    first = hidden[:, 0]
+    return first / first.norm(dim=-1, keepdim=True)
+"""),
+        ("normalised over the batch axis", """
+def sentence_vectors(hidden, attention_mask):
+    keep = attention_mask[..., None].to(hidden.dtype)
+    mean = (hidden * keep).sum(dim=1) / keep.sum(dim=1)
+    return mean / mean.norm(dim=0, keepdim=True)
+"""),
+        ("the maximum over real tokens", """
+def sentence_vectors(hidden, attention_mask):
+    masked = hidden.masked_fill(~attention_mask.bool()[..., None], float("-inf"))
+    top = masked.max(dim=1).values
+    return top / top.norm(dim=-1, keepdim=True)
+"""),
+    ],
 }

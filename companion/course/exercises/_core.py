@@ -76,6 +76,8 @@ def _same(a, b) -> bool:
         return _is_tensor(b) and a.shape == b.shape and a.dtype == b.dtype and _equal(a, b)
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):  # e.g. a checkpoint: name -> tensor
+        return type(a) is type(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     return a == b
 
 
