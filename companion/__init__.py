@@ -39,7 +39,7 @@ from .models import (POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassi
                      train_retriever, train_two_relations, train_which_first, two_relations_accuracy,
                      which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match, TransformerLM, generate,
                      train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram, BertConfig, BertEncoder,
-                     BertOutput, MINILM_ID, load_pretrained, minilm_path, read_checkpoint, layer_state_dict,
+                     BertOutput, MINILM_ID, load_pretrained, checkpoint_folder, minilm_path, read_checkpoint, layer_state_dict,
                      encode_sentences, mean_pool, sentence_embedding)
 from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
                    two_relations_batch, which_first_batch, reversal_pairs, reversal_splits, CharVocab,
@@ -126,6 +126,7 @@ __all__ = [
     "BertOutput",
     "MINILM_ID",
     "load_pretrained",
+    "checkpoint_folder",
     "minilm_path",
     "read_checkpoint",
     "layer_state_dict",

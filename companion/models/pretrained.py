@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from .._checks import check_tensor, describe
 from .bert import BertConfig, BertEncoder
 
-__all__ = ["MINILM_ID", "minilm_path", "read_checkpoint", "layer_state_dict", "load_pretrained", "encode_sentences",
+__all__ = ["MINILM_ID", "minilm_path", "checkpoint_folder", "read_checkpoint", "layer_state_dict", "load_pretrained", "encode_sentences",
            "mean_pool", "sentence_embedding"]
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # 6 layers, d_model 384, 12 heads, d_ff 1536
@@ -158,6 +158,33 @@ def _check_checkpoint(checkpoint: dict[str, torch.Tensor], config: BertConfig, w
                              f"config.json), got {describe(got)}; do config.json and the weights belong together?")
 
 
+def checkpoint_folder(path_or_model_id: str | Path) -> Path:
+    """The local folder of a checkpoint: a folder as given, or a Hub model downloaded (chapter 9).
+
+    Args:
+        path_or_model_id: a local checkpoint folder, or a Hugging Face Hub id such as
+            ``"sentence-transformers/all-MiniLM-L6-v2"``. An id is downloaded with
+            ``huggingface_hub`` (only ``config.json``, ``tokenizer.json`` and the weights) into
+            its cache (``HF_HUB_CACHE``, by default ``~/.cache/huggingface/hub``); a second call
+            finds the files there, without a network.
+
+    Returns:
+        The folder holding ``config.json``.
+
+    Raises:
+        FileNotFoundError: a path that is not a folder.
+        OSError: the download failed (no network, a wrong id); the message says so.
+    """
+    if isinstance(path_or_model_id, Path) or Path(path_or_model_id).exists() or \
+            str(path_or_model_id).startswith((".", "/", "~")):
+        directory = Path(path_or_model_id).expanduser()
+        if not directory.is_dir():
+            raise FileNotFoundError(f"{directory} is not a directory; pass the checkpoint's folder (the one with "
+                                    f"config.json), or a Hugging Face Hub id such as {MINILM_ID!r}")
+        return directory
+    return _hub_download(str(path_or_model_id))
+
+
 def _hub_download(model_id: str) -> Path:
     """Download a Hub model's config, weights and tokenizer into huggingface_hub's cache."""
     snapshot_download = _require("huggingface_hub").snapshot_download
@@ -190,14 +217,7 @@ def load_pretrained(path_or_model_id: str | Path, *, device: torch.device | str 
         ValueError: config.json is not a supported BERT, or a weight is missing or has the
             wrong shape (the message names the file and the key).
     """
-    if isinstance(path_or_model_id, Path) or Path(path_or_model_id).exists() or \
-            str(path_or_model_id).startswith((".", "/", "~")):
-        directory = Path(path_or_model_id).expanduser()
-        if not directory.is_dir():
-            raise FileNotFoundError(f"{directory} is not a directory; pass the checkpoint's folder (the one with "
-                                    f"config.json), or a Hugging Face Hub id such as {MINILM_ID!r}")
-    else:
-        directory = _hub_download(str(path_or_model_id))
+    directory = checkpoint_folder(path_or_model_id)
     config = BertConfig.from_json(directory / "config.json")
     weights = _weights_file(directory)
     checkpoint = read_checkpoint(directory)
