@@ -2081,6 +2081,20 @@ def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, bet
 """),
     ],
     "ch09-layer-weights": [
+        ("the value projection loaded as the output projection", """
+def layer_weights(checkpoint, i):
+    g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
+                                               g(f"attention.self.value.{p}")])
+        s[f"self_attn.W_o.{p}"] = g(f"attention.self.value.{p}")
+        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
+        s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
+        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+    return s
+"""),
         ("query, key and value in the wrong order", """
 def layer_weights(checkpoint, i):
     g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
@@ -2179,6 +2193,12 @@ def layer_weights(checkpoint, i):
 """),
     ],
     "ch09-sentence-vectors": [
+        ("the L1 norm instead of the L2 norm", """
+def sentence_vectors(hidden, attention_mask):
+    keep = attention_mask[..., None].to(hidden.dtype)
+    mean = (hidden * keep).sum(dim=1) / keep.sum(dim=1)
+    return mean / mean.abs().sum(dim=-1, keepdim=True)
+"""),
         ("pools over the padding too", """
 def sentence_vectors(hidden, attention_mask):
     mean = hidden.mean(dim=1)

@@ -1,4 +1,4 @@
-"""Chapter 9 exercises: BERT's input embeddings, one layer's weights from a checkpoint, and
+"""Chapter 9 exercises: one layer's weights from a checkpoint, BERT's input embeddings, and
 sentence vectors by mean pooling.
 
 Checks compare with values computed by hand or by plain loops (a LayerNorm written out, a
@@ -287,12 +287,12 @@ def _vectors_float64_gradients(fn):
 
 
 EXERCISES = (
-    Exercise("ch09-embed", "BERT's input embeddings", "bert_embed",
-             (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients),
-             bert_embed, forbidden=("BertEncoder", "load_pretrained")),
     Exercise("ch09-layer-weights", "one layer's weights from a checkpoint", "layer_weights",
              (_layer_one, _layer_second, _layer_order, _layer_norms),
              layer_weights, forbidden=("layer_state_dict", "load_pretrained")),
+    Exercise("ch09-embed", "BERT's input embeddings", "bert_embed",
+             (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients),
+             bert_embed, forbidden=("BertEncoder", "load_pretrained")),
     Exercise("ch09-sentence-vectors", "sentence vectors by mean pooling", "sentence_vectors",
              (_vectors_one, _vectors_padding, _vectors_bool, _vectors_float64_gradients),
              sentence_vectors, forbidden=("mean_pool", "sentence_embedding")),
