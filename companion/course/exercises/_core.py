@@ -99,7 +99,8 @@ def call(fn, case: str, hint: str, **inputs):
     except NameError as error:  # most often a name the rule does not give the cell
         raise Mismatch(f"{case}: your function raised NameError: {error}. Hint: {RULE}") from None
     except Exception as error:  # a shape mismatch inside PyTorch, an IndexError, ...
-        raise Mismatch(f"{case}: your function raised {type(error).__name__}: {error}. Hint: {hint}") from None
+        raise Mismatch(f"{case}: your function raised {type(error).__name__}: {str(error).rstrip('.')}. "
+                       f"Hint: {hint}") from None
     for name, value in inputs.items():
         if not _same(value, saved[name]):
             raise Mismatch(f"{case}: your function changed its input `{name}` in place (the caller's data "

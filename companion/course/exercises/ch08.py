@@ -87,7 +87,8 @@ def _bits_uniform(fn):
     _bits(fn, torch.zeros(1, 4, 2), torch.tensor([[0, 1, 1, 0]]),
           "uniform logits over 2 characters: every prediction costs exactly 1 bit",
           "bits are logarithms in base 2: -log2(1/2) = 1. torch.log is the natural log (0.693 here); divide "
-          "nats by math.log(2), or use torch.log2")
+          "nats by math.log(2), or use torch.log2. Also check: the MEAN over the batch * (t - 1) predictions, "
+          "the softmax over the vocabulary (the last axis), and a tensor returned, not a float")
 
 
 def _bits_by_hand(fn):
@@ -104,7 +105,8 @@ def _bits_random(fn):
     logits = randn(3, 6, 5)
     ids = torch.tensor([[0, 1, 2, 3, 4, 0], [4, 4, 1, 0, 2, 3], [2, 0, 4, 1, 3, 1]])
     _bits(fn, logits, ids, "batch 3, t = 6, vocab 5, random logits",
-          "the mean runs over batch * (t - 1) predictions; the softmax runs over the vocabulary (the last axis)")
+          "the mean runs over batch * (t - 1) predictions; the softmax runs over the vocabulary (the last axis); "
+          "logits[:, i] predicts ids[:, i + 1], so pair logits[:, :-1] with ids[:, 1:]")
 
 
 def _bits_confident(fn):
@@ -160,7 +162,8 @@ def _probs(fn, logits, T, top_k, case, hint):
 def _probs_temperatures(fn):
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
     hint = ("the temperature divides the logits: softmax(logits / T). T = 2 flattens the distribution, T = 0.5 "
-            "sharpens it (multiplying by T does the opposite)")
+            "sharpens it (multiplying by T does the opposite); the softmax runs over each row's vocabulary "
+            "(dim=-1)")
     _probs(fn, logits, 1.0, None, "T = 1: the model's own softmax", hint)
     _probs(fn, logits, 2.0, None, "T = 2: flatter than T = 1", hint)
     _probs(fn, logits, 0.5, None, "T = 0.5: sharper than T = 1", hint)
@@ -236,8 +239,8 @@ def _step(fn, inputs, case, hint):
         raise Mismatch(f"{case}: expected a tuple (out, K, V), got {type(got).__name__}. Hint: return "
                        "out, K, V")
     out, K_got, V_got = got
-    expect_close(K_got, K, f"{case}, the returned keys K", "append the new key at the END: torch.cat([K_cache, "
-                 "k_new], dim=1), so key j stays the key of position j")
+    expect_close(K_got, K, f"{case}, the returned keys K", "K = torch.cat([K_cache, x_new @ W_k.T], dim=1): the "
+                 "new key, made with W_k, appended at the END, so key j stays the key of position j")
     expect_close(V_got, V, f"{case}, the returned values V", "append the new value as well, after the cached ones: "
                  "torch.cat([V_cache, v_new], dim=1); keys and values must stay paired")
     expect_close(out, expected_out, f"{case}, the output", hint)
