@@ -30,8 +30,8 @@ def test_the_view_carries_every_weight_to_three_decimals():
     expected = torch.cat(w).double()
     assert got.shape == (2, 3, 4, 4)
     assert (got - expected).abs().max() <= 0.0005 + 1e-12
-    assert '<option value="1" selected>layer 2</option>' in view.html
-    assert '<option value="2" selected>head 3</option>' in view.html
+    assert '<option value="2" selected>2</option>' in view.html.split('class="hv-head"')[0]  # layer 2
+    assert '<option value="3" selected>3</option>' in view.html.split('class="hv-head"')[1]  # head 3
     assert view._repr_html_() == view.html == str(view)
 
 
@@ -66,11 +66,20 @@ def test_two_views_on_one_page_have_different_ids():
     (list("abcd"), weights(), {"head": -1}, "head must be an int in [0, 3)"),
     (list("abcd"), weights(), {"query": 4}, "query must be an int in [0, 4)"),
     (list("abcd"), torch.rand(3, 4, 4), {}, "(num_layers, num_heads, t, t)"),
+    (list("abcd"), [w * 0.5 for w in weights()], {}, "must sum to 1"),
 ])
 def test_bad_input_is_named(tokens, attentions, kwargs, message):
     with pytest.raises(ValueError) as err:
         head_view(tokens, attentions, **kwargs)
     assert message in str(err.value)
+
+
+def test_numpy_and_tensor_integers_choose_the_start():
+    import numpy as np
+
+    view = head_view(list("abcd"), weights(), layer=np.int64(1), head=torch.tensor(2), query=np.int32(3))
+    assert data_of(view)["query"] == 3
+    assert '<option value="3" selected>3</option>' in view.html.split('class="hv-head"')[1]
 
 
 def test_tokens_must_be_strings():

@@ -2081,6 +2081,20 @@ def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, bet
 """),
     ],
     "ch09-layer-weights": [
+        ("the layer prefix without its final dot", """
+def layer_weights(checkpoint, i):
+    mine = {name.split(".", 3)[3]: t for name, t in checkpoint.items() if name.startswith(f"encoder.layer.{i}")}
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([mine[f"attention.self.query.{p}"], mine[f"attention.self.key.{p}"],
+                                               mine[f"attention.self.value.{p}"]])
+        s[f"self_attn.W_o.{p}"] = mine[f"attention.output.dense.{p}"]
+        s[f"norms.0.{p}"] = mine[f"attention.output.LayerNorm.{p}"]
+        s[f"feed_forward.linear1.{p}"] = mine[f"intermediate.dense.{p}"]
+        s[f"feed_forward.linear2.{p}"] = mine[f"output.dense.{p}"]
+        s[f"norms.1.{p}"] = mine[f"output.LayerNorm.{p}"]
+    return s
+"""),
         ("the value projection loaded as the output projection", """
 def layer_weights(checkpoint, i):
     g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
@@ -2193,6 +2207,14 @@ def layer_weights(checkpoint, i):
 """),
     ],
     "ch09-sentence-vectors": [
+        ("assumes the padding is at the end", """
+def sentence_vectors(hidden, attention_mask):
+    rows = []
+    for b in range(hidden.shape[0]):
+        m = hidden[b, :int(attention_mask[b].sum())].mean(dim=0)
+        rows.append(m / m.norm())
+    return torch.stack(rows)
+"""),
         ("the L1 norm instead of the L2 norm", """
 def sentence_vectors(hidden, attention_mask):
     keep = attention_mask[..., None].to(hidden.dtype)

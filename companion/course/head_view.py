@@ -17,6 +17,7 @@ import hashlib
 import html
 import itertools
 import json
+import operator
 from typing import Sequence
 
 import torch
@@ -36,7 +37,9 @@ _STYLE = """
 #ID .hv-token { font-family: var(--pst-font-family-monospace, monospace); font-size: 0.9em; padding: 1px 6px;
   border-radius: 3px; line-height: 1.5; white-space: pre; }
 #ID .hv-q { cursor: pointer; text-align: right; }
-#ID .hv-q:focus, #ID .hv-q.hv-active { outline: 2px solid #1f77b4; background: rgba(31, 119, 180, 0.15); }
+#ID .hv-q.hv-active { background: rgba(31, 119, 180, 0.2); }
+#ID .hv-q.hv-pinned { outline: 2px solid #1f77b4; }
+#ID .hv-q:focus-visible { outline: 2px dashed #555; }
 #ID .hv-k { display: flex; justify-content: space-between; gap: 1em; }
 #ID .hv-w { color: #555; font-variant-numeric: tabular-nums; }
 #ID svg { width: 10em; align-self: stretch; overflow: visible; }
@@ -56,13 +59,17 @@ _SCRIPT = r"""
   var readout = root.querySelector(".hv-readout");
   var pinned = data.query;
   function weights(i) {
-    return data.weights[+layerSelect.value][+headSelect.value][i];  // the keys' weights, per mille
+    // the options count from 1, the data from 0: the keys' weights, per mille
+    return data.weights[+layerSelect.value - 1][+headSelect.value - 1][i];
   }
   function draw(i) {
     var w = weights(i);
     var box = svg.getBoundingClientRect();
     var lines = [];
-    queries.forEach(function (q, k) { q.classList.toggle("hv-active", k === i); });
+    queries.forEach(function (q, k) {
+      q.classList.toggle("hv-active", k === i);
+      q.classList.toggle("hv-pinned", k === pinned);
+    });
     keys.forEach(function (key, j) {
       var p = w[j] / 1000;
       key.dataset.weight = p.toFixed(3);
@@ -75,14 +82,18 @@ _SCRIPT = r"""
     });
     svg.innerHTML = lines.join("");
     root.dataset.query = i;
-    readout.textContent = "layer " + (+layerSelect.value + 1) + ", head " + (+headSelect.value + 1) +
-      ": how \u201c" + data.tokens[i] + "\u201d attends (hover or focus a token on the left; click to pin)";
+    readout.textContent = "layer " + layerSelect.value + ", head " + headSelect.value +
+      ": how \u201c" + data.tokens[i] + "\u201d attends (hover or tab to a token on the left; click or Enter to pin)";
   }
   queries.forEach(function (q, i) {
     q.addEventListener("mouseenter", function () { draw(i); });
     q.addEventListener("focus", function () { draw(i); });
     q.addEventListener("mouseleave", function () { draw(pinned); });
     q.addEventListener("click", function () { pinned = i; draw(i); });
+    q.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); pinned = i; draw(i); }
+    });
+    q.addEventListener("blur", function () { draw(pinned); });
   });
   layerSelect.addEventListener("change", function () { draw(pinned); });
   headSelect.addEventListener("change", function () { draw(pinned); });
@@ -144,9 +155,21 @@ def head_view(tokens: Sequence[str], attentions, *, layer: int = 0, head: int = 
     if not bool(torch.isfinite(weights).all()) or float(weights.min()) < 0 or float(weights.max()) > 1 + 1e-6:
         raise ValueError("attention weights must be finite and in [0, 1] (rows of a softmax); "
                          "were scores or logits passed instead of weights?")
+    sums = weights.double().sum(dim=-1)  # (num_layers, num_heads, t): 1 for every query (0: fully masked)
+    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums == 0).all()):
+        raise ValueError(f"every row of attention weights must sum to 1 (a softmax over the keys), got sums from "
+                         f"{float(sums.min()):.4f} to {float(sums.max()):.4f}; pass the weights as the model "
+                         "returned them")
+    starts = {}
     for name, value, size in (("layer", layer, num_layers), ("head", head, num_heads), ("query", query, t_q)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
+        try:
+            index = operator.index(value)  # an int, a NumPy integer or a 0-d integer tensor
+        except TypeError:
+            index = None
+        if isinstance(value, bool) or index is None or not 0 <= index < size:
             raise ValueError(f"{name} must be an int in [0, {size}), got {value!r}")
+        starts[name] = index
+    layer, head, query = starts["layer"], starts["head"], starts["query"]
 
     per_mille = torch.round(weights.double() * 1000).long().tolist()  # 3 decimals, as ints: a small page
     data = json.dumps({"tokens": tokens, "weights": per_mille, "query": query}, separators=(",", ":"))
@@ -155,7 +178,7 @@ def head_view(tokens: Sequence[str], attentions, *, layer: int = 0, head: int = 
     data = data.replace("</", "<\\/")  # a token such as "</script>" cannot end the data block
 
     def options(size, selected, label):
-        return "".join(f'<option value="{i}"{" selected" if i == selected else ""}>{label} {i + 1}</option>'
+        return "".join(f'<option value="{i + 1}"{" selected" if i == selected else ""}>{i + 1}</option>'
                        for i in range(size))
 
     def span(cls, i, token, extra=""):
@@ -172,7 +195,8 @@ def head_view(tokens: Sequence[str], attentions, *, layer: int = 0, head: int = 
         '<div class="hv-controls">',
         f'<label>layer <select class="hv-layer" aria-label="layer">{options(num_layers, layer, "layer")}</select></label>',
         f'<label>head <select class="hv-head" aria-label="head">{options(num_heads, head, "head")}</select></label>',
-        '<span class="hv-readout" aria-live="polite">the view needs JavaScript</span>',
+        '<span class="hv-readout" aria-live="polite">the view needs JavaScript: in Jupyter, run this cell '
+        '(or trust the notebook) to make it interactive</span>',
         "</div>",
         '<div class="hv-body">',
         f'<div class="hv-col hv-queries" title="queries">{q_column}</div>',

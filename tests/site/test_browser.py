@@ -126,7 +126,7 @@ def exercise_head_view(page, root):
     assert first and abs(sum(first) - 1) < 0.01 * len(first), first  # one row of a softmax, 3 decimals
     assert root.evaluate(HEAD_VIEW_JS["lines"]) == len(first)
     heads = root.locator("select.hv-head option").count()
-    root.locator("select.hv-head").select_option(str(heads - 1))
+    root.locator("select.hv-head").select_option(value=str(heads))  # options count from 1
     other_head, _ = state()
     assert other_head != first, "choosing another head did not change the weights"
     tokens = root.locator(".hv-q")

@@ -5,9 +5,10 @@ Checks compare with values computed by hand or by plain loops (a LayerNorm writt
 checkpoint dict built tensor by tensor, an average over the real tokens of each sentence),
 never with the solutions. Their traps: token types that are not all 0; positions that must
 start at 0; vectors of tiny variance, where LayerNorm's epsilon 1e-12 and PyTorch's default
-1e-5 disagree; a checkpoint with two layers, where layer 0 is not layer 1; query, key and
+1e-5 disagree; a checkpoint with two layers, where layer 0 is not layer 1, and one with 12, where the names of layer 1
+start the names of layers 10 and 11; query, key and
 value weights of the same shape, so loading them in the wrong order is caught only by their
-values; padded positions holding large vectors; a batch of 1 without padding, where pooling
+values; padded positions holding large vectors, on the right and on the left; a batch of 1 without padding, where pooling
 over padding is right by luck.
 """
 
@@ -96,8 +97,9 @@ def _embed_small(fn):
     tables = _embed_tables(91, 7, 6, 2, 4)
     _embed(fn, torch.tensor([[1, 4, 2]]), torch.tensor([[0, 0, 0]]), tables,
            "one sentence of 3 tokens, every token type 0",
-           "the input of layer 1 is LayerNorm(word[id] + position[i] + token_type[type]): LayerNorm of the sum, "
-           "with gamma and beta, over the last axis (d)")
+           "the input of layer 1 is LayerNorm(word[id] + position[i] + token_type[type]): token i gets position "
+           "row i counting from 0 (position[:t]); LayerNorm of the sum over the last axis (d), with the biased "
+           "variance (divide by d, as F.layer_norm does), eps = 1e-12, then * gamma + beta")
 
 
 def _embed_positions(fn):
@@ -127,7 +129,9 @@ def _embed_eps(fn):
 def _embed_float64_gradients(fn):
     tables = tuple(z.requires_grad_() for z in _embed_tables(95, 6, 5, 2, 3, dtype=torch.float64))
     case = "float64 tables that require gradients (BERT learns all of them)"
-    hint = "stay in PyTorch operations in the tables' dtype: no .float(), .detach() or torch.no_grad()"
+    hint = ("compute with the tables given (indexing, +, F.layer_norm), in their dtype: no .float(), .detach() or "
+            "torch.no_grad(), and no new nn.Embedding/nn.LayerNorm or nn.Parameter made from them, which would "
+            "get the gradient instead of the tables")
     got = _embed(fn, torch.tensor([[5, 1]]), torch.tensor([[1, 0]]), tables, case, hint)
     expect_gradient(got, case, hint)
     names = ("word", "position", "token_type", "gamma", "beta")
@@ -227,6 +231,12 @@ def _layer_order(fn):
            "MultiHeadAttention splits them in that order")
 
 
+def _layer_many(fn):
+    _layer(fn, _fake_checkpoint(104, 12, 2, 3), 1, "layer i = 1 of a 12-layer checkpoint",
+           "match the whole prefix f'encoder.layer.{i}.' with its final dot: 'encoder.layer.1' is also the "
+           "start of 'encoder.layer.10' and 'encoder.layer.11'")
+
+
 def _layer_norms(fn):
     _layer(fn, _fake_checkpoint(100, 3, 5, 7), 2, "layer 2 of 3, d_model 5, d_ff 7",
            "norms.0 is the LayerNorm after attention (attention.output.LayerNorm), norms.1 the one after the "
@@ -266,8 +276,16 @@ def _vectors_padding(fn):
     hidden[1, 2:] = -50.0
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 1]])
     _vectors(fn, hidden, mask, "a padded batch: 3, 2 and 5 real tokens, padding holding large vectors",
-             "average only where attention_mask is 1: multiply by the mask and divide by the number of real "
-             "tokens of each sentence (mask.sum(dim=1)), not by t")
+             "average only where attention_mask is 1: multiply by the mask, sum over the tokens (dim=1) and divide "
+             "by each sentence's count; the padded vectors must not enter the sum")
+
+
+def _vectors_left_padding(fn):
+    hidden = draws(105)(2, 4, 3)
+    hidden[0, :2] = 40.0  # padding on the LEFT, as some tokenizers put it
+    _vectors(fn, hidden, torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]]), "padding on the left: mask [0, 0, 1, 1]",
+             "use the mask itself to choose the real tokens (hidden * mask), not a count of them: padding is not "
+             "always at the end")
 
 
 def _vectors_bool(fn):
@@ -288,13 +306,13 @@ def _vectors_float64_gradients(fn):
 
 EXERCISES = (
     Exercise("ch09-layer-weights", "one layer's weights from a checkpoint", "layer_weights",
-             (_layer_one, _layer_second, _layer_order, _layer_norms),
+             (_layer_one, _layer_second, _layer_order, _layer_norms, _layer_many),
              layer_weights, forbidden=("layer_state_dict", "load_pretrained")),
     Exercise("ch09-embed", "BERT's input embeddings", "bert_embed",
              (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients),
              bert_embed, forbidden=("BertEncoder", "load_pretrained")),
     Exercise("ch09-sentence-vectors", "sentence vectors by mean pooling", "sentence_vectors",
-             (_vectors_one, _vectors_padding, _vectors_bool, _vectors_float64_gradients),
+             (_vectors_one, _vectors_padding, _vectors_left_padding, _vectors_bool, _vectors_float64_gradients),
              sentence_vectors, forbidden=("mean_pool", "sentence_embedding")),
 )
 
