@@ -6,6 +6,12 @@ notebook alone into an empty folder and executes it there in quick mode. The not
 install cell installs the package, pointed at the built wheel instead of the repository's
 address. Every cell must run, and the check cells must say "not implemented yet" for the stubs.
 
+It runs under another CPU's arithmetic: ``ATEN_CPU_CAPABILITY=default`` (PyTorch's kernels
+without AVX2/AVX-512) and one thread, so that a summation order or a vector width differs
+from the run that stored the outputs. Every ``nbval-check-output`` cell must print what its
+stored output shows (``make test-notebooks`` compares the same cells under this machine's own
+arithmetic): a cell that prints float noise fails here on any machine, not only on another CPU.
+
 Run by ``make test-reader`` (part of ``make test``); a few minutes.
 """
 
@@ -63,7 +69,43 @@ def environment(venv: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"  # the kernel's `python` is the venv's
     env["COURSE_QUICK"] = "1"
+    env.update(OTHER_ARITHMETIC)
     return env
+
+
+# another CPU's arithmetic, seen on this one: no vector kernels, one thread
+OTHER_ARITHMETIC = {"ATEN_CPU_CAPABILITY": "default", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def compared_output(cell) -> str:
+    """What nbval compares for a cell: its printed text and its displayed values (not images,
+    not stderr, where progress bars and warnings go)."""
+    def text(value):
+        return "".join(value) if isinstance(value, list) else value
+
+    parts = []
+    for out in cell.get("outputs", []):
+        if out["output_type"] == "stream" and out.get("name") == "stdout":
+            parts.append(text(out["text"]))
+        elif out["output_type"] in ("execute_result", "display_data") and "text/plain" in out.get("data", {}):
+            if not any(kind.startswith("image/") for kind in out["data"]):
+                parts.append(text(out["data"]["text/plain"]) + "\n")
+        elif out["output_type"] == "error":
+            parts.append(f"{out['ename']}: {out['evalue']}\n")
+    return "".join(parts)
+
+
+def differing_check_cells(stored: dict, executed: dict) -> list[str]:
+    """The nbval-check-output cells whose output differs from the stored one."""
+    differ = []
+    for number, (old, new) in enumerate(zip(stored["cells"], executed["cells"])):
+        if "nbval-check-output" in old.get("metadata", {}).get("tags", []):
+            want, got = compared_output(old), compared_output(new)
+            if want != got:
+                lines = [(a, b) for a, b in zip(want.splitlines() + ["<end>"], got.splitlines() + ["<end>"]) if a != b]
+                differ.append(f"cell {number}: stored {lines[0][0]!r}, printed {lines[0][1]!r}" if lines
+                              else f"cell {number}: outputs differ")
+    return differ
 
 
 EXECUTE = r"""
@@ -163,6 +205,11 @@ def test_a_chapter_runs_alone_on_the_installed_package(chapter, dist, colab, tmp
     assert checks, "no check cell ran"
     for cell in checks:
         assert "not implemented yet" in outputs(cell), outputs(cell)
+    # under another CPU's arithmetic, every compared cell prints what the page shows
+    differ = differing_check_cells(json.loads(chapter.read_text()), executed)
+    assert not differ, (f"{chapter.name}: nbval-check-output cells print something else under "
+                        f"{OTHER_ARITHMETIC} than their stored output; print facts that hold on any CPU "
+                        f"(booleans, counts, numbers rounded far above float noise): " + "; ".join(differ))
     # it used the installed package, not files of the repository
     where = subprocess.run([str(colab / "bin" / "python"), "-c", "import companion; print(companion.__file__)"],
                            capture_output=True, text=True, cwd=folder, env=environment(colab)).stdout
