@@ -26,7 +26,7 @@ from .rotary import apply_rotary, rotary_angles
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .layers import DecoderLayer, EncoderLayer
-from .transformer import Decoder, Encoder, Transformer
+from .transformer import Decoder, Encoder, Transformer, apply_layers
 from .recurrent import AdditiveAttention
 from .decoding import greedy_decode
 from .kv_cache import KVCache
@@ -35,7 +35,7 @@ from .bigram_embedding import BigramEmbedding
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
-from .models import (POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
+from .models import (fit, FitLog, warmup_cosine, POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
                      train_retriever, train_two_relations, train_which_first, two_relations_accuracy,
                      which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match, TransformerLM, generate,
                      train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram, BertConfig, BertEncoder,
@@ -56,6 +56,10 @@ __all__ = [
     "causal_mask",
     "padding_mask",
     "from_key_padding_mask",
+    # the one training loop every model uses (chapters 3 to 8)
+    "fit",
+    "FitLog",
+    "warmup_cosine",
     # chapter 3: the retrieval task that needs sharp attention
     "random_rotation",
     "retrieval_batch",
@@ -89,6 +93,7 @@ __all__ = [
     "Encoder",
     "Decoder",
     "Transformer",
+    "apply_layers",
     "AdditiveAttention",
     "GRUSeq2Seq",
     "greedy_decode",

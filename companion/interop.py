@@ -63,8 +63,8 @@ def _layout(module: nn.Module, prefix: str = ""):
             yield from _layout(module.cross_attn, prefix + "multihead_attn.")
         yield from _linear(prefix + "linear1.", module.feed_forward.linear1)
         yield from _linear(prefix + "linear2.", module.feed_forward.linear2)
-        for i, norm in enumerate(module.norms, start=1):
-            yield from _linear(f"{prefix}norm{i}.", norm)
+        for name in ("norm1", "norm2", "norm3")[:3 if isinstance(module, DecoderLayer) else 2]:
+            yield from _linear(f"{prefix}{name}.", getattr(module, name))  # the same names as PyTorch's
     elif isinstance(module, (Encoder, Decoder)):
         for i, layer in enumerate(module.layers):
             yield from _layout(layer, f"{prefix}layers.{i}.")
@@ -117,11 +117,14 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
         activation = _activation_name(theirs.activation)
         if activation != ours.feed_forward.activation:
             raise ValueError(f"activation differs{where}: companion has {ours.feed_forward.activation!r}, PyTorch {activation!r}")
-        if theirs.norm1.eps != ours.norms[0].eps:
-            raise ValueError(f"layer_norm_eps differs{where}: companion has {ours.norms[0].eps}, PyTorch {theirs.norm1.eps}")
+        if theirs.norm1.eps != ours.norm1.eps:
+            raise ValueError(f"layer_norm_eps differs{where}: companion has {ours.norm1.eps}, PyTorch {theirs.norm1.eps}")
         _check_config(ours.self_attn, theirs.self_attn, path + "self_attn")
         if isinstance(ours, DecoderLayer):
             _check_config(ours.cross_attn, theirs.multihead_attn, path + "multihead_attn")
+        if ours.self_attn.rotary:
+            raise ValueError(f"the companion layer{where} has rotary=True, and PyTorch's layers have no rotary "
+                             f"embeddings: with the same weights they compute different functions")
     elif isinstance(ours, (Encoder, Decoder)):
         if len(theirs.layers) != len(ours.layers):
             raise ValueError(f"number of layers differs: companion has {len(ours.layers)}, PyTorch {len(theirs.layers)}")

@@ -3,6 +3,11 @@
 Each sublayer (attention or feed-forward) is wrapped in a residual connection and a
 LayerNorm. Where the LayerNorm goes is a real choice, and this module makes it explicit:
 
+The sublayers are named as in PyTorch's own layers and read top to bottom like the paper:
+``_sa_block`` (self-attention), ``_ca_block`` (cross-attention, decoder only) and
+``_ff_block`` (feed-forward), with ``norm1``, ``norm2`` (, ``norm3``) and ``dropout1``,
+``dropout2`` (, ``dropout3``) in the order the sublayers run.
+
 * ``norm_first=False`` (default, "post-norm", the paper's Figure 1 and PyTorch's default)::
 
       x = LayerNorm(x + Dropout(Sublayer(x)))
@@ -31,31 +36,33 @@ __all__ = ["EncoderLayer", "DecoderLayer"]
 
 
 class _Layer(nn.Module):
-    """What encoder and decoder layers share: sizes, feed-forward block, residual wiring."""
+    """What encoder and decoder layers share: sizes, the feed-forward block, the residual wiring."""
 
-    def __init__(self, d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms):
+    def __init__(self, d_model: int, d_ff: int | None, dropout: float, activation: str, norm_first: bool,
+                 layer_norm_eps: float, bias: bool, num_sublayers: int) -> None:
         super().__init__()
         check_positive_int("d_model", d_model)
         d_ff = 4 * d_model if d_ff is None else d_ff
         self.d_model, self.norm_first = d_model, norm_first
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
-        self.norms = nn.ModuleList(nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) for _ in range(num_norms))
-        self.dropouts = nn.ModuleList(nn.Dropout(dropout) for _ in range(num_norms))
+        for i in range(1, num_sublayers + 1):  # norm1, norm2 (, norm3), then dropout1, ...
+            setattr(self, f"norm{i}", nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        for i in range(1, num_sublayers + 1):
+            setattr(self, f"dropout{i}", nn.Dropout(dropout))
 
-    def _sublayer(self, i: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
-        """Apply sublayer ``i`` with its residual connection and LayerNorm.
+    def _residual(self, x: torch.Tensor, block, norm: nn.LayerNorm, dropout: nn.Dropout):
+        """One sublayer with its residual connection and LayerNorm.
 
-        ``sublayer`` maps ``(batch, t, d_model)`` to ``(output, extra)``; ``extra`` (the
+        ``block`` maps ``(batch, t, d_model)`` to ``(output, extra)``; ``extra`` (the
         attention weights, or ``None``) is passed through.
         """
-        norm, dropout = self.norms[i], self.dropouts[i]
         if self.norm_first:
-            out, extra = sublayer(norm(x))
+            out, extra = block(norm(x))  # pre-norm: x + Dropout(Sublayer(LayerNorm(x)))
             return x + dropout(out), extra
-        out, extra = sublayer(x)
+        out, extra = block(x)  # post-norm: LayerNorm(x + Dropout(Sublayer(x)))
         return norm(x + dropout(out)), extra
 
-    def _feed_forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
+    def _ff_block(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
         return self.feed_forward(x), None
 
     def _check_x(self, name: str, x) -> None:
@@ -93,7 +100,7 @@ class EncoderLayer(_Layer):
         bias: bool = True,
         rotary: bool = False,
     ) -> None:
-        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms=2)
+        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=2)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
 
     def forward(
@@ -115,17 +122,22 @@ class EncoderLayer(_Layer):
             ``(batch, num_heads, t, t_k)`` or ``None`` (``t_k = t`` plus the cached positions).
         """
         self._check_x("x", x)
-        x, weights = self._sublayer(
-            0, x, lambda h: self.self_attn(h, h, h, mask=mask, need_weights=need_weights, cache=cache))
-        x, _ = self._sublayer(1, x, self._feed_forward)
+        x, weights = self._residual(x, lambda h: self._sa_block(h, mask, need_weights, cache),
+                                    self.norm1, self.dropout1)
+        x, _ = self._residual(x, self._ff_block, self.norm2, self.dropout2)
         return x, weights
+
+    def _sa_block(self, h: torch.Tensor, mask, need_weights: bool, cache: KVCache | None):
+        return self.self_attn(h, h, h, mask=mask, need_weights=need_weights, cache=cache)
 
 
 class DecoderLayer(_Layer):
     """Masked self-attention, cross-attention to the encoder output, then feed-forward (chapter 6).
 
     Takes the same arguments as :class:`EncoderLayer`; the cross-attention's queries come
-    from the decoder, its keys and values from the encoder output (``memory``).
+    from the decoder, its keys and values from the encoder output (``memory``). ``rotary``
+    rotates the self-attention's queries and keys only (the memory's positions are the
+    source's, not the target's).
     """
 
     def __init__(
@@ -138,9 +150,10 @@ class DecoderLayer(_Layer):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
+        rotary: bool = False,
     ) -> None:
-        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_norms=3)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
+        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=3)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
 
     def forward(
@@ -150,27 +163,39 @@ class DecoderLayer(_Layer):
         mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor] | None]:
         """Decode ``x`` while attending to ``memory``.
 
         Args:
-            x: ``(batch, t_tgt, d_model)``, the target so far.
+            x: ``(batch, t_tgt, d_model)``, the target so far (with ``cache``: only the new
+                positions).
             memory: ``(batch, t_src, d_model)``, the encoder output.
             mask: bool self-attention mask, ``True`` = may attend, usually
                 ``causal_mask(t_tgt)`` (and-ed with target padding); ``None`` = no mask.
+                With ``cache``: ``(t_new, t_cached + t_new)``, e.g. ``causal_mask(t_new, t_k)``.
             memory_mask: bool mask over the memory, e.g. source padding ``(batch, 1, t_src)``.
             need_weights: also return both attention maps.
+            cache: a :class:`companion.KVCache` for the self-attention: the new positions
+                attend to the cached ones too, so greedy decoding computes one position per
+                step (the cross-attention's keys and values are the memory's, every step).
 
         Returns:
             ``(output, weights)``: output ``(batch, t_tgt, d_model)``; weights ``None`` or a
-            dict with ``"self"`` ``(batch, num_heads, t_tgt, t_tgt)`` and ``"cross"``
+            dict with ``"self"`` ``(batch, num_heads, t_tgt, t_k)`` and ``"cross"``
             ``(batch, num_heads, t_tgt, t_src)``.
         """
         self._check_x("x", x)
         self._check_x("memory", memory)
-        x, self_weights = self._sublayer(0, x, lambda h: self.self_attn(h, h, h, mask=mask, need_weights=need_weights))
-        x, cross_weights = self._sublayer(
-            1, x, lambda h: self.cross_attn(h, memory, memory, mask=memory_mask, need_weights=need_weights)
-        )
-        x, _ = self._sublayer(2, x, self._feed_forward)
+        x, self_weights = self._residual(x, lambda h: self._sa_block(h, mask, need_weights, cache),
+                                         self.norm1, self.dropout1)
+        x, cross_weights = self._residual(x, lambda h: self._ca_block(h, memory, memory_mask, need_weights),
+                                          self.norm2, self.dropout2)
+        x, _ = self._residual(x, self._ff_block, self.norm3, self.dropout3)
         return x, ({"self": self_weights, "cross": cross_weights} if need_weights else None)
+
+    def _sa_block(self, h: torch.Tensor, mask, need_weights: bool, cache: KVCache | None):
+        return self.self_attn(h, h, h, mask=mask, need_weights=need_weights, cache=cache)
+
+    def _ca_block(self, h: torch.Tensor, memory: torch.Tensor, memory_mask, need_weights: bool):
+        return self.cross_attn(h, memory, memory, mask=memory_mask, need_weights=need_weights)

@@ -168,11 +168,9 @@ class MultiHeadAttention(nn.Module):
         self._check_inputs(query, key, value)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a companion.KVCache (or None), got {type(cache).__name__}")
-        if cache is not None and self.rotary:
-            raise ValueError("a KVCache with rotary=True is not supported: the rotary angles would restart at "
-                             "position 0 for the new tokens; generate without the cache")
         batch, t_q = query.size(0), query.size(1)
-        t_k = key.size(1) + (len(cache) if cache is not None else 0)  # cached positions come first
+        offset = len(cache) if cache is not None else 0  # the position of the first new key
+        t_k = offset + key.size(1)  # cached positions come first
         if mask is not None:
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
                 mask = mask.unsqueeze(1)  # (batch, 1, t_q, t_k): the same mask for every head
@@ -182,10 +180,11 @@ class MultiHeadAttention(nn.Module):
 
         Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
         Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
+        if self.rotary:  # turn each query and key by its position's angles (chapter 5)
+            Q = apply_rotary(Q, torch.arange(offset, offset + t_q, device=Q.device))  # new positions
+            K = apply_rotary(K, torch.arange(offset, t_k, device=K.device))  # after the cached ones
         if cache is not None:  # prepend the cached positions: (batch, num_heads, t_k, d_k)
             K, V = cache.update(K, V)
-        if self.rotary:  # turn each query and key by its position's angles (chapter 5)
-            Q, K = apply_rotary(Q), apply_rotary(K)
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
             heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask, dropout_p=dropout_p)

@@ -7,25 +7,64 @@ from torch import nn
 
 from ._checks import check_mask, check_positive_int
 from .embedding import TokenEmbedding
+from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask
 
-__all__ = ["Encoder", "Decoder", "Transformer"]
+__all__ = ["Encoder", "Decoder", "Transformer", "apply_layers"]
+
+
+def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, need_weights: bool = False,
+                 caches: list[KVCache] | None = None, hidden_states: list | None = None, **kwargs):
+    """The layer loop of every stack in the course: ``x`` through each layer in turn, then ``norm``.
+
+    :class:`Encoder`, :class:`Decoder`, :class:`companion.TransformerLM`,
+    :class:`companion.WhichFirst` and :class:`companion.BertEncoder` all run their layers
+    with this one loop.
+
+    Args:
+        layers: the :class:`EncoderLayer` s or :class:`DecoderLayer` s, in order.
+        x: ``(batch, t, d_model)``, the first layer's input.
+        *args, **kwargs: passed to every layer (e.g. ``memory`` and ``mask``).
+        norm: the stack's final LayerNorm (pre-norm stacks), or ``None``.
+        need_weights: also return each layer's attention weights.
+        caches: ``None``, or one :class:`companion.KVCache` per layer (generation, chapter 8).
+        hidden_states: ``None``, or a list to which each layer's output is appended.
+
+    Returns:
+        ``(output, weights)``: output ``(batch, t, d_model)``; weights ``None`` or a list with
+        each layer's weights.
+    """
+    if caches is not None and len(caches) != len(layers):
+        raise ValueError(f"caches must hold one KVCache per layer ({len(layers)}), got {len(caches)}")
+    all_weights = []
+    for i, layer in enumerate(layers):
+        cache = {} if caches is None else {"cache": caches[i]}
+        x, weights = layer(x, *args, need_weights=need_weights, **cache, **kwargs)
+        all_weights.append(weights)
+        if hidden_states is not None:
+            hidden_states.append(x)
+    if norm is not None:
+        x = norm(x)
+    return x, (all_weights if need_weights else None)
 
 
 class _Stack(nn.Module):
     """``num_layers`` copies of a layer over a token embedding; pre-norm adds a final LayerNorm."""
 
-    def __init__(self, layer_cls, vocab_size, d_model, num_heads, num_layers, d_ff, dropout, activation,
-                 norm_first, max_len, positional, pad_id, layer_norm_eps):
+    def __init__(self, layer_cls, vocab_size: int, d_model: int, num_heads: int, num_layers: int, *,
+                 d_ff: int | None, dropout: float, activation: str, norm_first: bool, max_len: int,
+                 positional: str, pad_id: int | None, layer_norm_eps: float, bias: bool, rotary: bool) -> None:
         super().__init__()
         check_positive_int("num_layers", num_layers)
         self.embed = TokenEmbedding(vocab_size, d_model, max_len, positional, dropout, pad_id)
         self.layers = nn.ModuleList(
-            layer_cls(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps) for _ in range(num_layers)
+            layer_cls(d_model, num_heads, d_ff=d_ff, dropout=dropout, activation=activation, norm_first=norm_first,
+                      layer_norm_eps=layer_norm_eps, bias=bias, rotary=rotary)
+            for _ in range(num_layers)
         )
         # Pre-norm layers leave their output un-normalised; one LayerNorm closes the stack.
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if norm_first else None
 
 
 class Encoder(_Stack):
@@ -44,33 +83,33 @@ class Encoder(_Stack):
         positional: ``"sinusoidal"`` or ``"learned"``.
         pad_id: optional padding id (its embedding stays zero).
         layer_norm_eps: the LayerNorm epsilon.
+        bias: whether linear layers and LayerNorms have biases.
+        rotary: rotary position embeddings in every self-attention (chapter 5).
     """
 
     def __init__(self, vocab_size: int, d_model: int, num_heads: int, num_layers: int, d_ff: int | None = None,
                  dropout: float = 0.1, activation: str = "relu", norm_first: bool = False, max_len: int = 512,
-                 positional: str = "sinusoidal", pad_id: int | None = None, layer_norm_eps: float = 1e-5) -> None:
-        super().__init__(EncoderLayer, vocab_size, d_model, num_heads, num_layers, d_ff, dropout, activation,
-                         norm_first, max_len, positional, pad_id, layer_norm_eps)
+                 positional: str = "sinusoidal", pad_id: int | None = None, layer_norm_eps: float = 1e-5,
+                 bias: bool = True, rotary: bool = False) -> None:
+        super().__init__(EncoderLayer, vocab_size, d_model, num_heads, num_layers, d_ff=d_ff, dropout=dropout,
+                         activation=activation, norm_first=norm_first, max_len=max_len, positional=positional,
+                         pad_id=pad_id, layer_norm_eps=layer_norm_eps, bias=bias, rotary=rotary)
 
-    def encode(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+    def encode(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False,
+               caches: list[KVCache] | None = None):
         """Run the layers on already embedded input.
 
         Args:
             x: ``(batch, t, d_model)``.
             mask: bool, ``True`` = may attend, e.g. ``padding_mask(...)`` ``(batch, 1, t)``.
             need_weights: also return each layer's attention weights.
+            caches: ``None``, or one :class:`companion.KVCache` per layer.
 
         Returns:
             ``(output, weights)``: output ``(batch, t, d_model)``; weights ``None`` or a list
             with one ``(batch, num_heads, t, t)`` tensor per layer.
         """
-        all_weights = []
-        for layer in self.layers:
-            x, weights = layer(x, mask=mask, need_weights=need_weights)
-            all_weights.append(weights)
-        if self.norm is not None:
-            x = self.norm(x)
-        return x, (all_weights if need_weights else None)
+        return apply_layers(self.layers, x, norm=self.norm, mask=mask, need_weights=need_weights, caches=caches)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
         """int tokens ``(batch, t)`` -> ``(output (batch, t, d_model), weights)``; see :meth:`encode`."""
@@ -85,32 +124,31 @@ class Decoder(_Stack):
 
     def __init__(self, vocab_size: int, d_model: int, num_heads: int, num_layers: int, d_ff: int | None = None,
                  dropout: float = 0.1, activation: str = "relu", norm_first: bool = False, max_len: int = 512,
-                 positional: str = "sinusoidal", pad_id: int | None = None, layer_norm_eps: float = 1e-5) -> None:
-        super().__init__(DecoderLayer, vocab_size, d_model, num_heads, num_layers, d_ff, dropout, activation,
-                         norm_first, max_len, positional, pad_id, layer_norm_eps)
+                 positional: str = "sinusoidal", pad_id: int | None = None, layer_norm_eps: float = 1e-5,
+                 bias: bool = True, rotary: bool = False) -> None:
+        super().__init__(DecoderLayer, vocab_size, d_model, num_heads, num_layers, d_ff=d_ff, dropout=dropout,
+                         activation=activation, norm_first=norm_first, max_len=max_len, positional=positional,
+                         pad_id=pad_id, layer_norm_eps=layer_norm_eps, bias=bias, rotary=rotary)
 
     def decode(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
-               memory_mask: torch.Tensor | None = None, need_weights: bool = False):
+               memory_mask: torch.Tensor | None = None, need_weights: bool = False,
+               caches: list[KVCache] | None = None):
         """Run the layers on already embedded targets.
 
         Args:
-            x: ``(batch, t_tgt, d_model)``.
+            x: ``(batch, t_tgt, d_model)`` (with ``caches``: only the new positions).
             memory: ``(batch, t_src, d_model)``, the encoder output.
             mask: bool self-attention mask (``True`` = may attend), usually causal.
             memory_mask: bool mask over the memory, e.g. ``(batch, 1, t_src)`` padding.
             need_weights: also return each layer's attention maps.
+            caches: ``None``, or one :class:`companion.KVCache` per layer (its self-attention).
 
         Returns:
             ``(output, weights)``: output ``(batch, t_tgt, d_model)``; weights ``None`` or a
             list with one ``{"self": ..., "cross": ...}`` dict per layer.
         """
-        all_weights = []
-        for layer in self.layers:
-            x, weights = layer(x, memory, mask=mask, memory_mask=memory_mask, need_weights=need_weights)
-            all_weights.append(weights)
-        if self.norm is not None:
-            x = self.norm(x)
-        return x, (all_weights if need_weights else None)
+        return apply_layers(self.layers, x, memory, norm=self.norm, mask=mask, memory_mask=memory_mask,
+                            need_weights=need_weights, caches=caches)
 
     def forward(self, tokens: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, need_weights: bool = False):

@@ -22,6 +22,7 @@ from nbclient import NotebookClient
 from companion.course import check
 from companion.course.answer import NOT_IMPLEMENTED, PRELUDE, evaluate, run_checks
 from companion.course.exercises import EXERCISES, earlier_in_chapter
+from companion.course import grading
 from companion.course.grading import EXIT_FAILED, EXIT_GRADER_ERROR, EXIT_PASSED, find_exercise_cells, grade_folder, main
 from wrong_answers import WRONG
 
@@ -61,6 +62,37 @@ def solved(**changes):
     return {**{ex: solution(ex) for ex in EXERCISES}, **changes}
 
 
+def in_chapters(*chapters):
+    """The exercises of these chapters (e.g. ``"01"``), in the course's order."""
+    return [ex for ex in EXERCISES if ex.startswith(tuple(f"ch{c}-" for c in chapters))]
+
+
+# A full folder is graded once per session (a process per exercise, each importing torch): the
+# solved one and the shipped stubs. Tests of the report's format, exit codes and problems use
+# one chapter's notebook, or these reports.
+
+
+@pytest.fixture(scope="session")
+def solved_folder(tmp_path_factory):
+    return learner_folder(tmp_path_factory.mktemp("solved"), solved())
+
+
+@pytest.fixture(scope="session")
+def solved_report(solved_folder):
+    return grade_folder(solved_folder, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def stubs_report():
+    return grade_folder(CHAPTERS, timeout=60)
+
+
+def test_every_reference_solution_passes_in_the_grader(solved_report):
+    assert [r.exercise for r in solved_report.results] == list(EXERCISES)
+    assert solved_report.passed == len(EXERCISES), [r for r in solved_report.results if not r.passed]
+    assert not solved_report.problems
+
+
 # --- the checks ------------------------------------------------------------------------------
 
 
@@ -78,6 +110,10 @@ def test_at_least_eight_typical_wrong_answers_fail_with_a_reason(exercise_id):
         result = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id))
         assert not result.passed, f"wrong answer accepted: {name}"
         assert result.message != NOT_IMPLEMENTED and len(result.message) > 40, (name, result.message)
+        # A check that drew fresh random inputs on each call would give the notebook and the
+        # grader different messages for the same answer: the second run says the same.
+        again = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id))
+        assert again.message == result.message, (name, result.message, again.message)
 
 
 def test_every_exercise_has_exactly_one_stub_in_the_chapters():
@@ -102,10 +138,9 @@ def test_every_chapter_imports_what_exercise_cells_may_use():
             assert not missing, f"{path.name}: its import cell lacks {missing}"
 
 
-def test_shipped_stubs_fail_as_not_implemented():
-    report = grade_folder(CHAPTERS, timeout=60)
-    assert [r.exercise for r in report.results] == list(EXERCISES)
-    for r in report.results:
+def test_shipped_stubs_fail_as_not_implemented(stubs_report):
+    assert [r.exercise for r in stubs_report.results] == list(EXERCISES)
+    for r in stubs_report.results:
         assert not r.passed and r.message == NOT_IMPLEMENTED, r
 
 
@@ -332,15 +367,15 @@ def test_a_timeout_holds_when_the_cell_starts_other_processes(tmp_path):
     sleeper = "import subprocess\nsubprocess.Popen(['sleep', '120'])\nwhile True:\n    pass\n"
     folder = learner_folder(tmp_path, solved(**{"ch01-soft-lookup": sleeper}), chapters=("01",))
     start = time.monotonic()
-    results = {r.exercise: r for r in grade_folder(folder, timeout=20).results}
+    results = {r.exercise: r for r in grade_folder(folder, timeout=15).results}
     assert time.monotonic() - start < 60  # not the sleeper's 120 s
-    assert "timed out after 20 s" in results["ch01-soft-lookup"].message
+    assert "timed out after 15 s" in results["ch01-soft-lookup"].message
     assert "in your earlier exercise cell ch01-soft-lookup" in results["ch01-self-attention"].message
     assert results["ch01-softargmax"].passed
 
 
 def test_unknown_and_malformed_exercise_ids_are_reported(tmp_path):
-    folder = learner_folder(tmp_path, solved())
+    folder = learner_folder(tmp_path, solved(), chapters=("01",))
     notebook = json.loads((folder / "01_attention_as_kv_store.ipynb").read_text())
     tagged = [c for c in notebook["cells"] if "exercise" in c.get("metadata", {}).get("tags", [])]
     tagged[0]["metadata"]["exercise_id"] = "ch01-softargmx"
@@ -350,7 +385,7 @@ def test_unknown_and_malformed_exercise_ids_are_reported(tmp_path):
     problems = " ".join(report.problems.values())
     assert "exercise_id 'ch01-softargmx' is not an exercise of the course (a misspelling?" in problems
     assert "exercise_id <exercise_id 7, not a string>" in problems
-    assert report.passed == len(EXERCISES) - 2
+    assert report.passed == len(in_chapters("01")) - 2
 
 
 def test_grader_survives_misbehaving_code(tmp_path):
@@ -362,9 +397,9 @@ def test_grader_survives_misbehaving_code(tmp_path):
         "ch07-collate": "import os\nos.system('printf x')\n" + solution("ch07-collate"),  # output, no newline
         "ch07-masked-mean": "import sys\nsys.exit(0)\n",  # exits
     }), chapters=("01", "07"))
-    results = {r.exercise: r for r in grade_folder(folder, timeout=30).results}
+    results = {r.exercise: r for r in grade_folder(folder, timeout=15).results}
     assert results["ch01-softargmax"].passed
-    assert "timed out after 30 s" in results["ch01-hardargmax"].message
+    assert "timed out after 15 s" in results["ch01-hardargmax"].message
     assert "expected shape" in results["ch01-soft-lookup"].message
     assert "stopped the grader's Python process before the checks finished (exit 3" in results["ch01-self-attention"].message
     assert results["ch07-collate"].passed
@@ -394,12 +429,15 @@ def test_grader_reports_cells_that_raise_or_miss_the_function(tmp_path):
     assert "the cell uses IPython syntax on line 1" in results["ch01-self-attention"].message
 
 
-def test_an_unreadable_notebook_is_reported_and_the_rest_graded(tmp_path, capsys):
-    folder = learner_folder(tmp_path, solved())
+def test_an_unreadable_notebook_is_reported_and_the_rest_graded(tmp_path, capsys, solved_report, monkeypatch):
+    folder = learner_folder(tmp_path, solved(), chapters=("01",))
     (folder / "broken.ipynb").write_text('{"cells": [')
     report = grade_folder(folder)
-    assert report.passed == len(EXERCISES)
+    assert report.passed == len(in_chapters("01"))
     assert "broken.ipynb" in report.problems and "not a readable notebook" in report.problems["broken.ipynb"]
+    # every exercise passed: the unreadable extra notebook is reported, and the grade still passes
+    full = type(solved_report)(solved_report.results, {**solved_report.problems, **report.problems})
+    monkeypatch.setattr(grading, "grade_folder", lambda folder, timeout: full)
     assert main([str(folder)]) == EXIT_PASSED
     assert "broken.ipynb: not a readable notebook" in capsys.readouterr().out
 
@@ -408,7 +446,7 @@ def test_missing_and_duplicated_exercise_cells_name_the_files(tmp_path):
     (tmp_path / "none").mkdir()
     (tmp_path / "none" / "empty.ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))
     assert all("no code cell tagged 'exercise'" in r.message for r in grade_folder(tmp_path / "none").results)
-    folder = learner_folder(tmp_path, {})
+    folder = learner_folder(tmp_path, {}, chapters=("01",))
     source = folder / "01_attention_as_kv_store.ipynb"
     (folder / "01_attention_as_kv_store-Copy1.ipynb").write_text(source.read_text())
     results = {r.exercise: r for r in grade_folder(folder).results}
@@ -417,38 +455,36 @@ def test_missing_and_duplicated_exercise_cells_name_the_files(tmp_path):
     assert "01_attention_as_kv_store-Copy1.ipynb (cell" in message and "01_attention_as_kv_store.ipynb (cell" in message
 
 
-def test_exit_codes_tell_pass_fail_and_grader_error_apart(tmp_path, capsys):
-    assert main([str(learner_folder(tmp_path, solved()))]) == EXIT_PASSED
-    assert f"score: {len(EXERCISES)}/{len(EXERCISES)}" in capsys.readouterr().out
-    assert main([str(CHAPTERS), "--json"]) == EXIT_FAILED
-    report = json.loads(capsys.readouterr().out)
-    assert report["score"] == 0 and report["max_score"] == len(EXERCISES) and report["problems"] == {}
+def test_exit_codes_tell_pass_fail_and_grader_error_apart(tmp_path, capsys, solved_folder, solved_report,
+                                                         stubs_report, monkeypatch):
     assert main([str(tmp_path / "nowhere")]) == EXIT_GRADER_ERROR
     assert "no folder" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty")]) == EXIT_GRADER_ERROR
     assert "no notebooks found" in capsys.readouterr().err
+    one_chapter = learner_folder(tmp_path, solved(), chapters=("01",))  # graded for real: missing ones fail
+    assert main([str(one_chapter)]) == EXIT_FAILED
+    assert f"score: {len(in_chapters('01'))}/{len(EXERCISES)}" in capsys.readouterr().out
+    reports = {str(solved_folder): solved_report, str(CHAPTERS): stubs_report}  # the folders graded once
+    monkeypatch.setattr(grading, "grade_folder", lambda folder, timeout: reports[str(folder)])
+    assert main([str(solved_folder)]) == EXIT_PASSED
+    assert f"score: {len(EXERCISES)}/{len(EXERCISES)}" in capsys.readouterr().out
+    assert main([str(CHAPTERS), "--json"]) == EXIT_FAILED
+    report = json.loads(capsys.readouterr().out)
+    assert report["score"] == 0 and report["max_score"] == len(EXERCISES) and report["problems"] == {}
 
 
-def test_plain_pytest_grading_for_classroom(tmp_path):
-    """grading/ is what GitHub Classroom runs: it must pass on solutions and fail on stubs."""
-    folder = learner_folder(tmp_path, solved())
+def test_plain_pytest_grading_for_classroom(tmp_path, solved_folder):
+    """grading/ is what GitHub Classroom runs: it must pass on solutions and fail on stubs
+    (here chapter 1's stubs, the other exercises missing: every exercise fails)."""
+    stubs = learner_folder(tmp_path, {}, chapters=("01",))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "grading")]
     env = {**__import__("os").environ}
-    ok = subprocess.run(command, env={**env, "NOTEBOOKS": str(folder)}, capture_output=True, text=True, cwd=ROOT)
+    ok = subprocess.run(command, env={**env, "NOTEBOOKS": str(solved_folder)}, capture_output=True, text=True,
+                        cwd=ROOT)
     assert ok.returncode == 0 and f"{len(EXERCISES) + 1} passed" in ok.stdout, ok.stdout
-    stubs = subprocess.run(command, env={**env, "NOTEBOOKS": str(CHAPTERS)}, capture_output=True, text=True, cwd=ROOT)
-    assert stubs.returncode == 1 and f"{len(EXERCISES)} failed" in stubs.stdout, stubs.stdout
-
-
-def test_checks_see_the_same_numbers_every_run():
-    """A check that draws fresh random inputs on each call would give the notebook and the grader
-    different messages for the same answer; every wrong answer gets the same message twice."""
-    for exercise_id, wrong in WRONG.items():
-        for _, source in wrong:
-            first = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id)).message
-            again = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id)).message
-            assert first == again, (exercise_id, source)
+    failed = subprocess.run(command, env={**env, "NOTEBOOKS": str(stubs)}, capture_output=True, text=True, cwd=ROOT)
+    assert failed.returncode == 1 and f"{len(EXERCISES)} failed" in failed.stdout, failed.stdout
 
 
 def test_show_source_names_the_package_file_even_through_a_decorator(capsys):

@@ -157,6 +157,18 @@ def test_a_cache_that_loses_values_is_caught():
     assert not torch.allclose(last, full[:, 3:], atol=1e-4)
 
 
+def test_rotary_attention_with_a_cache_equals_the_full_pass():
+    """The new positions are rotated by their own angles (after the cached ones), once."""
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 2, rotary=True).double()
+    x = torch.randn(1, 6, 16, dtype=torch.float64)
+    full, _ = attention(x, x, x, mask=causal_mask(6))
+    cache = KVCache()
+    first, _ = attention(x[:, :4], x[:, :4], x[:, :4], mask=causal_mask(4), cache=cache)
+    rest = [attention(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], cache=cache)[0] for t in (4, 5)]
+    assert torch.allclose(torch.cat([first, *rest], dim=1), full, atol=1e-12, rtol=0)
+
+
 def test_cache_misuse_gets_clear_errors():
     model = small_model()
     with pytest.raises(ValueError, match="caches must be a list of 2 KVCache"):
@@ -171,9 +183,6 @@ def test_cache_misuse_gets_clear_errors():
         cache.update(torch.randn(1, 4, 1, 8), torch.randn(1, 4, 1, 8))
     with pytest.raises(ValueError, match="one value per key"):
         KVCache().update(torch.randn(1, 4, 2, 8), torch.randn(1, 4, 3, 8))
-    with pytest.raises(ValueError, match="rotary"):
-        x = torch.randn(1, 2, 16)
-        MultiHeadAttention(16, 2, rotary=True)(x, x, x, cache=KVCache())
     with pytest.raises(TypeError, match="companion.KVCache"):
         x = torch.randn(1, 2, 16)
         MultiHeadAttention(16, 2)(x, x, x, cache=[])

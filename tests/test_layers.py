@@ -11,6 +11,7 @@ from companion import (
     EncoderLayer,
     PositionwiseFeedForward,
     causal_mask,
+    KVCache,
     copy_weights,
     padding_mask,
 )
@@ -148,3 +149,62 @@ def test_norm_placement_changes_the_function():
     assert not torch.allclose(post(x)[0], pre(x)[0], atol=1e-3)
     # post-norm output is normalised per position; pre-norm output is not
     torch.testing.assert_close(post(x)[0].mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)
+
+
+# --- named sublayers, the decoder's cache and rotary, the stacks' keyword construction -----------
+
+
+def test_sublayers_have_pytorchs_names():
+    """norm1/norm2(/norm3) and dropout1.. in the order the sublayers run, as in nn.Transformer*Layer."""
+    encoder = EncoderLayer(D_MODEL, HEADS, D_FF)
+    decoder = DecoderLayer(D_MODEL, HEADS, D_FF)
+    assert {n.split(".")[0] for n, _ in encoder.named_modules() if n} >= {"norm1", "norm2", "dropout1", "dropout2"}
+    assert {n.split(".")[0] for n, _ in decoder.named_modules() if n} >= {"norm1", "norm2", "norm3", "dropout3"}
+    theirs = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, batch_first=True)
+    ours_norms = {k for k in decoder.state_dict() if k.startswith("norm")}
+    assert ours_norms == {k for k in theirs.state_dict() if k.startswith("norm")}
+
+
+@pytest.mark.parametrize("rotary", [False, True])
+def test_decoder_with_a_cache_equals_recomputing_the_prefix(rotary):
+    """Greedy decoding feeds one position per step: with the cache, each step equals the full pass."""
+    torch.manual_seed(0)
+    decoder = Decoder(11, D_MODEL, HEADS, 2, d_ff=D_FF, dropout=0.0, norm_first=True, rotary=rotary).double().eval()
+    memory = torch.randn(2, 5, D_MODEL, dtype=torch.float64)
+    keep = padding_mask(torch.tensor([5, 3]), max_len=5)  # (2, 1, 5)
+    tgt = torch.randint(0, 11, (2, 7))
+    full, _ = decoder(tgt, memory, mask=causal_mask(7), memory_mask=keep)  # (2, 7, d_model)
+    caches = [KVCache() for _ in decoder.layers]
+    steps = []
+    for t in range(7):
+        x = decoder.embed(tgt[:, t:t + 1], offset=t)  # (2, 1, d_model): only the new position
+        out, _ = decoder.decode(x, memory, memory_mask=keep, caches=caches)
+        steps.append(out)
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-12, rtol=0)
+    assert all(len(cache) == 7 for cache in caches)
+
+
+def test_decoder_rotary_changes_only_the_self_attention():
+    torch.manual_seed(0)
+    plain, rotary = DecoderLayer(D_MODEL, HEADS, D_FF), DecoderLayer(D_MODEL, HEADS, D_FF, rotary=True)
+    assert rotary.self_attn.rotary and not rotary.cross_attn.rotary and not plain.self_attn.rotary
+    with pytest.raises(ValueError, match="rotary"):
+        copy_weights(rotary, nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, batch_first=True))
+
+
+def test_stacks_pass_every_setting_to_their_layers_by_name():
+    stack = Encoder(11, D_MODEL, HEADS, 2, d_ff=D_FF, dropout=0.2, activation="gelu", norm_first=True,
+                    layer_norm_eps=1e-6, bias=False, rotary=True)
+    for layer in stack.layers:
+        assert layer.feed_forward.linear1.out_features == D_FF and layer.feed_forward.activation == "gelu"
+        assert layer.norm_first and layer.norm1.eps == 1e-6 and layer.dropout1.p == 0.2
+        assert layer.self_attn.rotary and layer.norm1.bias is None and layer.self_attn.W_o.bias is None
+    assert stack.norm.eps == 1e-6 and stack.norm.bias is None  # the final LayerNorm follows bias too
+    decoder = Decoder(11, D_MODEL, HEADS, 1, d_ff=D_FF, bias=False)
+    assert decoder.layers[0].cross_attn.W_o.bias is None and decoder.layers[0].norm3.bias is None
+
+
+def test_the_layer_loop_checks_its_caches():
+    stack = Encoder(11, D_MODEL, HEADS, 2, d_ff=D_FF)
+    with pytest.raises(ValueError, match="one KVCache per layer"):
+        stack.encode(torch.randn(1, 3, D_MODEL), caches=[KVCache()])

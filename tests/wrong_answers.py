@@ -2089,10 +2089,10 @@ def layer_weights(checkpoint, i):
         s[f"self_attn.W_qkv.{p}"] = torch.cat([mine[f"attention.self.query.{p}"], mine[f"attention.self.key.{p}"],
                                                mine[f"attention.self.value.{p}"]])
         s[f"self_attn.W_o.{p}"] = mine[f"attention.output.dense.{p}"]
-        s[f"norms.0.{p}"] = mine[f"attention.output.LayerNorm.{p}"]
+        s[f"norm1.{p}"] = mine[f"attention.output.LayerNorm.{p}"]
         s[f"feed_forward.linear1.{p}"] = mine[f"intermediate.dense.{p}"]
         s[f"feed_forward.linear2.{p}"] = mine[f"output.dense.{p}"]
-        s[f"norms.1.{p}"] = mine[f"output.LayerNorm.{p}"]
+        s[f"norm2.{p}"] = mine[f"output.LayerNorm.{p}"]
     return s
 """),
         ("the value projection loaded as the output projection", """
@@ -2103,10 +2103,10 @@ def layer_weights(checkpoint, i):
         s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
                                                g(f"attention.self.value.{p}")])
         s[f"self_attn.W_o.{p}"] = g(f"attention.self.value.{p}")
-        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
         s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
         s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
-        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+        s[f"norm2.{p}"] = g(f"output.LayerNorm.{p}")
     return s
 """),
         ("query, key and value in the wrong order", """
@@ -2117,10 +2117,10 @@ def layer_weights(checkpoint, i):
         s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.key.{p}"), g(f"attention.self.query.{p}"),
                                                g(f"attention.self.value.{p}")])
         s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
-        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
         s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
         s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
-        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+        s[f"norm2.{p}"] = g(f"output.LayerNorm.{p}")
     return s
 """),
         ("always layer 0", """
@@ -2131,10 +2131,10 @@ def layer_weights(checkpoint, i):
         s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
                                                g(f"attention.self.value.{p}")])
         s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
-        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
         s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
         s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
-        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+        s[f"norm2.{p}"] = g(f"output.LayerNorm.{p}")
     return s
 """),
         ("the two LayerNorms swapped", """
@@ -2145,10 +2145,10 @@ def layer_weights(checkpoint, i):
         s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
                                                g(f"attention.self.value.{p}")])
         s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
-        s[f"norms.1.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norm2.{p}"] = g(f"attention.output.LayerNorm.{p}")
         s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
         s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
-        s[f"norms.0.{p}"] = g(f"output.LayerNorm.{p}")
+        s[f"norm1.{p}"] = g(f"output.LayerNorm.{p}")
     return s
 """),
         ("stacked along the wrong axis", """
@@ -2159,10 +2159,10 @@ def layer_weights(checkpoint, i):
         s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
                                                g(f"attention.self.value.{p}")], dim=-1)
         s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
-        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
         s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
         s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
-        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+        s[f"norm2.{p}"] = g(f"output.LayerNorm.{p}")
     return s
 """),
         ("weights only, no biases", """
@@ -2170,9 +2170,9 @@ def layer_weights(checkpoint, i):
     g = lambda n: checkpoint[f"encoder.layer.{i}.{n}.weight"]
     return {"self_attn.W_qkv.weight": torch.cat([g("attention.self.query"), g("attention.self.key"),
                                                  g("attention.self.value")]),
-            "self_attn.W_o.weight": g("attention.output.dense"), "norms.0.weight": g("attention.output.LayerNorm"),
+            "self_attn.W_o.weight": g("attention.output.dense"), "norm1.weight": g("attention.output.LayerNorm"),
             "feed_forward.linear1.weight": g("intermediate.dense"), "feed_forward.linear2.weight": g("output.dense"),
-            "norms.1.weight": g("output.LayerNorm")}
+            "norm2.weight": g("output.LayerNorm")}
 """),
         ("the two feed-forward layers swapped, transposed to fit", """
 def layer_weights(checkpoint, i):
@@ -2182,8 +2182,8 @@ def layer_weights(checkpoint, i):
         s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
                                                g(f"attention.self.value.{p}")])
         s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
-        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
-        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+        s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norm2.{p}"] = g(f"output.LayerNorm.{p}")
     s["feed_forward.linear1.weight"] = g("output.dense.weight").T
     s["feed_forward.linear2.weight"] = g("intermediate.dense.weight").T
     s["feed_forward.linear1.bias"] = g("intermediate.dense.bias")
@@ -2199,10 +2199,10 @@ def layer_weights(checkpoint, i):
                                             g("attention.self.value.bias")])}
     for p in ("weight", "bias"):
         s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
-        s[f"norms.0.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
         s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
         s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
-        s[f"norms.1.{p}"] = g(f"output.LayerNorm.{p}")
+        s[f"norm2.{p}"] = g(f"output.LayerNorm.{p}")
     return s
 """),
     ],

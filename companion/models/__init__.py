@@ -1,6 +1,7 @@
 """Whole models assembled from the building blocks, with their configurations and training
 recipes: one module per model the course trains.
 
+- :mod:`companion.models.train_loop`: the one training loop every model above uses (:func:`fit`).
 - :mod:`companion.models.retriever`: a one-head retrieval model, with and without 1/sqrt(d_k) (chapter 3).
 - :mod:`companion.models.two_relations`: one multi-head layer whose heads specialise (chapter 4).
 - :mod:`companion.models.which_first`: one encoder with each kind of position encoding (chapter 5).
@@ -18,6 +19,7 @@ Models import the blocks (``companion.*``) and the data wing (``companion.data``
 course wing (``companion.course``).
 """
 
+from .train_loop import FitLog, fit, warmup_cosine
 from .classifier import POOLINGS, TransformerClassifier
 from .retriever import SCALINGS, Retriever, train_retriever
 from .two_relations import TwoRelations, train_two_relations, two_relations_accuracy
@@ -30,7 +32,7 @@ from .pretrained import (MINILM_ID, checkpoint_folder, encode_sentences, layer_s
                          minilm_path, read_checkpoint, sentence_embedding)
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
 
-__all__ = ["TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
+__all__ = ["fit", "FitLog", "warmup_cosine", "TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
            "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
            "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match", "TransformerLM", "generate",
            "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram",

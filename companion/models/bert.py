@@ -25,6 +25,7 @@ from torch import nn
 from .._checks import check_tokens, describe
 from ..layers import EncoderLayer
 from ..positional import LearnedPositionalEmbedding
+from ..transformer import apply_layers
 
 __all__ = ["BertConfig", "BertEncoder", "BertOutput", "HIDDEN_ACTS"]
 
@@ -199,13 +200,11 @@ class BertEncoder(nn.Module):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)  # (batch, t): every token in segment 0
         x = self.embed(input_ids, token_type_ids)  # (batch, t, d_model)
-        hidden_states, attentions = [x], []
-        for layer in self.layers:
-            x, weights = layer(x, mask=keep, need_weights=need_weights)  # weights (batch, num_heads, t, t)
-            hidden_states.append(x)
-            attentions.append(weights)
+        hidden_states = [x]
+        x, attentions = apply_layers(self.layers, x, mask=keep, need_weights=need_weights,
+                                     hidden_states=hidden_states)  # post-norm: no final LayerNorm
         return BertOutput(x, tuple(hidden_states) if output_hidden_states else None,
-                          tuple(attentions) if need_weights else None)
+                          tuple(attentions) if need_weights else None)  # weights (batch, num_heads, t, t)
 
     def _check_inputs(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor | None:
         """Check the inputs; return the padding mask as bool ``(batch, 1, t)``, ``True`` = may attend."""

@@ -16,12 +16,10 @@ only the new token.
 from __future__ import annotations
 
 import math
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from .._checks import check_positive_int, check_tokens
 from ..data.chars import random_windows
@@ -30,6 +28,8 @@ from ..kv_cache import KVCache
 from ..layers import EncoderLayer
 from ..masks import causal_mask
 from ..sampling import sample_next_token
+from ..transformer import apply_layers
+from .train_loop import fit
 
 __all__ = ["TransformerLM", "generate", "train_language_model", "evaluate_bits_per_char"]
 
@@ -98,12 +98,9 @@ class TransformerLM(nn.Module):
         x = self.embedding(ids, offset)  # (batch, t, d_model)
         # the new tokens are the last t of offset + t positions; one token alone sees everything
         mask = causal_mask(t, offset + t, device=ids.device) if t > 1 else None  # (t, offset + t)
-        weights = []
-        for i, block in enumerate(self.blocks):
-            x, w = block(x, mask=mask, need_weights=need_weights, cache=None if caches is None else caches[i])
-            weights.append(w)
-        logits = self.head(self.norm(x))  # (batch, t, vocab)
-        return logits, (weights if need_weights else None)
+        x, weights = apply_layers(self.blocks, x, norm=self.norm, mask=mask, need_weights=need_weights,
+                                  caches=caches)  # (batch, t, d_model), after the final LayerNorm
+        return self.head(x), weights  # logits (batch, t, vocab)
 
 
 @torch.no_grad()
@@ -167,32 +164,19 @@ def train_language_model(model: TransformerLM, ids: torch.Tensor, *, steps: int,
         ``{"bits": [...], "seconds": [...]}``: each step's training loss in bits per token,
         and the wall-clock time since the start.
     """
-    check_positive_int("steps", steps)
     if block_size > model.max_len:
         raise ValueError(f"block_size={block_size} is longer than the model's max_len={model.max_len}")
     device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * step / steps)))
-    history: dict[str, list[float]] = {"bits": [], "seconds": []}
-    model.train()
-    start = time.perf_counter()
-    bar = tqdm(range(steps), disable=not progress, desc="training", mininterval=5)
-    for _ in bar:
-        x, y = (z.to(device) for z in random_windows(ids, block_size, batch_size, generator))
+
+    def loss(model, batch):
+        x, y = (z.to(device) for z in batch)
         logits, _ = model(x)  # (batch, block_size, vocab)
-        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())  # nats per token
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        history["bits"].append(loss.item() / math.log(2))
-        history["seconds"].append(time.perf_counter() - start)
-        bar.set_postfix(bits=f"{history['bits'][-1]:.3f}", refresh=False)
-    model.eval()
-    return history
+        return F.cross_entropy(logits.flatten(0, 1), y.flatten())  # nats per token
+
+    log = fit(model, draw=lambda g: random_windows(ids, block_size, batch_size, g), loss=loss, steps=steps,
+              optimizer="adamw", lr=lr, weight_decay=weight_decay, schedule="cosine", warmup=warmup, clip=1.0,
+              seed=seed, progress=progress)
+    return {"bits": [nats / math.log(2) for nats in log.loss], "seconds": log.seconds}
 
 
 @torch.no_grad()

@@ -11,10 +11,10 @@ order, into the "tall" ``W_qkv`` of :class:`companion.MultiHeadAttention` (chapt
     encoder.layer.i.attention.self.key     ├──>  self_attn.W_qkv  = [W_q; W_k; W_v]
     encoder.layer.i.attention.self.value   ┘
     encoder.layer.i.attention.output.dense       self_attn.W_o
-    encoder.layer.i.attention.output.LayerNorm   norms.0
+    encoder.layer.i.attention.output.LayerNorm   norm1
     encoder.layer.i.intermediate.dense           feed_forward.linear1
     encoder.layer.i.output.dense                 feed_forward.linear2
-    encoder.layer.i.output.LayerNorm             norms.1
+    encoder.layer.i.output.LayerNorm             norm2
 
 The optional libraries (``safetensors``, ``tokenizers``, ``huggingface_hub``; the extra
 ``attention-course-companion[pretrained]``) are imported inside the functions that need
@@ -122,10 +122,10 @@ def layer_state_dict(checkpoint: dict[str, torch.Tensor], i: int) -> dict[str, t
         state[f"self_attn.W_qkv.{p}"] = torch.cat(  # (3 d_model, d_model) or (3 d_model,)
             [get(f"attention.self.query.{p}"), get(f"attention.self.key.{p}"), get(f"attention.self.value.{p}")])
         state[f"self_attn.W_o.{p}"] = get(f"attention.output.dense.{p}")  # (d_model, d_model)
-        state[f"norms.0.{p}"] = get(f"attention.output.LayerNorm.{p}")  # (d_model,)
+        state[f"norm1.{p}"] = get(f"attention.output.LayerNorm.{p}")  # (d_model,)
         state[f"feed_forward.linear1.{p}"] = get(f"intermediate.dense.{p}")  # (d_ff, d_model)
         state[f"feed_forward.linear2.{p}"] = get(f"output.dense.{p}")  # (d_model, d_ff)
-        state[f"norms.1.{p}"] = get(f"output.LayerNorm.{p}")  # (d_model,)
+        state[f"norm2.{p}"] = get(f"output.LayerNorm.{p}")  # (d_model,)
     return state
 
 

@@ -21,10 +21,10 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from .._checks import check_positive_int
 from ..data.retrieval import retrieval_batch
+from .train_loop import fit
 
 __all__ = ["SCALINGS", "Retriever", "train_retriever"]
 
@@ -104,21 +104,13 @@ def train_retriever(
         ``{"loss": [training loss per step], "test_loss": float, "test_accuracy": float}``;
         a loss that became NaN or infinite stays so in the curve (training diverged).
     """
-    check_positive_int("steps", steps)
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
-    make = torch.optim.Adam if optimizer == "adam" else torch.optim.SGD
-    opt = make(model.parameters(), lr=lr)
-    generator = torch.Generator().manual_seed(seed)
-    losses = []
-    model.train()
-    for _ in tqdm(range(steps), disable=not progress, desc=f"{model.scaling}, d_k={model.d_k}", leave=False):
-        query, keys, target = retrieval_batch(batch_size, t, rotation, noise, generator)
-        loss = F.cross_entropy(model(query, keys), target)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    log = fit(model, draw=lambda g: retrieval_batch(batch_size, t, rotation, noise, g),
+              loss=lambda model, batch: F.cross_entropy(model(*batch[:2]), batch[2]),
+              steps=steps, optimizer=optimizer, lr=lr, seed=seed, progress=progress,
+              desc=f"{model.scaling}, d_k={model.d_k}")
+    losses = log.loss
     query, keys, target = retrieval_batch(test_size, t, rotation, noise, torch.Generator().manual_seed(seed + 1))
     model.eval()
     with torch.no_grad():

@@ -6,15 +6,12 @@ so one training loop and one decoder serve all of them.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
-from .._checks import check_positive_int
 from ..data.reversal import BOS, EOS, PAD, Pairs
 from ..decoding import greedy_decode
+from .train_loop import fit
 
 __all__ = ["train_seq2seq", "translate", "exact_match"]
 
@@ -36,6 +33,9 @@ def train_seq2seq(
 ) -> list[float]:
     """Train with teacher forcing and Adam: a linear warm-up, then cosine decay (chapter 6).
 
+    The loop is the course's one training loop, :func:`companion.models.fit`; this function
+    says what a batch is (``batch_size`` random pairs) and what its loss is.
+
     Args:
         model: a :class:`companion.Transformer` or :class:`companion.GRUSeq2Seq`.
         pairs: the training :class:`companion.data.reversal.Pairs`.
@@ -49,27 +49,16 @@ def train_seq2seq(
     Returns:
         the training loss (cross-entropy per target token, padding excluded) of every step.
     """
-    check_positive_int("steps", steps)
     device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * s / steps)))
-    model.train()
-    losses = []
-    for _ in tqdm(range(steps), disable=not progress, desc=desc, leave=False):
-        batch = pairs[torch.randint(len(pairs), (batch_size,), generator=generator)]
+
+    def loss(model, batch):
         src, tgt = batch.src.to(device), batch.tgt.to(device)
         logits, _ = model(src, tgt[:, :-1], src_mask=_src_mask(src))  # (batch, t_tgt - 1, vocab)
-        loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=PAD)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        schedule.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
+        return F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=PAD)
+
+    return fit(model, draw=lambda g: pairs[torch.randint(len(pairs), (batch_size,), generator=g)], loss=loss,
+               steps=steps, lr=lr, schedule="cosine", warmup=warmup, clip=1.0, seed=seed, progress=progress,
+               desc=desc).loss
 
 
 def translate(model, pairs: Pairs, batch_size: int = 500) -> torch.Tensor:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from .._checks import check_positive_int
 from ..data.two_relations import IGNORE, two_relations_batch
 from ..multihead import MultiHeadAttention
+from .train_loop import fit
 
 __all__ = ["TwoRelations", "train_two_relations", "two_relations_accuracy"]
 
@@ -111,23 +111,16 @@ def train_two_relations(
     Returns:
         the training loss of every step (cross-entropy over positions 1 .. t - 1).
     """
-    check_positive_int("steps", steps)
     device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    losses = []
     heads = model.attention.num_heads
-    for _ in tqdm(range(steps), disable=not progress, desc=f"{heads} head{'s' * (heads > 1)}", leave=False):
-        tokens, marked, target = (x.to(device) for x in two_relations_batch(batch_size, t, model.vocab_size, generator))
-        logits, _ = model(tokens, marked)
-        loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
+
+    def loss(model, batch):
+        tokens, marked, target = (x.to(device) for x in batch)
+        logits, _ = model(tokens, marked)  # (batch, t, vocab_size)
+        return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE)
+
+    return fit(model, draw=lambda g: two_relations_batch(batch_size, t, model.vocab_size, g), loss=loss,
+               steps=steps, lr=lr, seed=seed, progress=progress, desc=f"{heads} head{'s' * (heads > 1)}").loss
 
 
 @torch.no_grad()

@@ -15,17 +15,17 @@ over positions and a linear layer give two logits ``(B first, A first)``.
 
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from .._checks import check_choice, check_positive_int, check_tokens
 from ..data.which_first import which_first_batch
 from ..layers import EncoderLayer
 from ..positional import LearnedPositionalEmbedding, sinusoidal_encoding
+from ..transformer import apply_layers
+from .train_loop import fit
 
 __all__ = ["POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy"]
 
@@ -113,11 +113,8 @@ class WhichFirst(nn.Module):
         ``(batch, num_heads, t, t)`` tensor per layer.
         """
         x = self.encode(tokens)  # (batch, t, d_model)
-        weights = []
-        for layer in self.layers:
-            x, w = layer(x, need_weights=need_weights)
-            weights.append(w)
-        logits = self.out(self.norm(x).mean(dim=1))  # (batch, d_model) -> (batch, 2)
+        x, weights = apply_layers(self.layers, x, norm=self.norm, need_weights=need_weights)
+        logits = self.out(x.mean(dim=1))  # (batch, d_model) -> (batch, 2)
         return (logits, weights) if need_weights else logits
 
 
@@ -144,27 +141,21 @@ def train_which_first(
     Returns:
         the training loss of every step.
     """
-    check_positive_int("steps", steps)
     low, high = lengths
     if not (2 <= low <= high):
         raise ValueError(f"lengths must be (shortest, longest) with 2 <= shortest <= longest, got {lengths}")
     device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / steps)))
-    model.train()
-    losses = []
-    for _ in tqdm(range(steps), disable=not progress, desc=f"{model.position} ({model.combine})", leave=False):
+
+    def draw(generator):  # one length per batch
         t = int(torch.randint(low, high + 1, (1,), generator=generator))
-        tokens, label = which_first_batch(batch_size, t, model.vocab_size, generator)
-        loss = F.cross_entropy(model(tokens.to(device)), label.to(device))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        schedule.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
+        return which_first_batch(batch_size, t, model.vocab_size, generator)
+
+    def loss(model, batch):
+        tokens, label = batch
+        return F.cross_entropy(model(tokens.to(device)), label.to(device))
+
+    return fit(model, draw, loss, steps=steps, lr=lr, schedule="cosine", seed=seed, progress=progress,
+               desc=f"{model.position} ({model.combine})").loss
 
 
 @torch.no_grad()

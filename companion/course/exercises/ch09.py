@@ -47,10 +47,10 @@ def layer_weights(checkpoint, i):
             get(f"attention.self.query.{p}"), get(f"attention.self.key.{p}"),
             get(f"attention.self.value.{p}")])
         state[f"self_attn.W_o.{p}"] = get(f"attention.output.dense.{p}")
-        state[f"norms.0.{p}"] = get(f"attention.output.LayerNorm.{p}")
+        state[f"norm1.{p}"] = get(f"attention.output.LayerNorm.{p}")
         state[f"feed_forward.linear1.{p}"] = get(f"intermediate.dense.{p}")
         state[f"feed_forward.linear2.{p}"] = get(f"output.dense.{p}")
-        state[f"norms.1.{p}"] = get(f"output.LayerNorm.{p}")
+        state[f"norm2.{p}"] = get(f"output.LayerNorm.{p}")
     return state
 
 
@@ -142,10 +142,10 @@ def _embed_float64_gradients(fn):
 
 _COURSE_NAMES = {  # the course's name -> the checkpoint's name in layer i (without .weight/.bias)
     "self_attn.W_o": "attention.output.dense",
-    "norms.0": "attention.output.LayerNorm",
+    "norm1": "attention.output.LayerNorm",
     "feed_forward.linear1": "intermediate.dense",
     "feed_forward.linear2": "output.dense",
-    "norms.1": "output.LayerNorm",
+    "norm2": "output.LayerNorm",
 }
 
 
@@ -235,7 +235,7 @@ def _layer_many(fn):
 
 def _layer_norms(fn):
     _layer(fn, _fake_checkpoint(100, 3, 5, 7), 2, "layer 2 of 3, d_model 5, d_ff 7",
-           "norms.0 is the LayerNorm after attention (attention.output.LayerNorm), norms.1 the one after the "
+           "norm1 is the LayerNorm after attention (attention.output.LayerNorm), norm2 the one after the "
            "feed-forward block (output.LayerNorm); linear1 is intermediate.dense (d_ff, d_model), linear2 "
            "output.dense (d_model, d_ff)")
 
