@@ -58,7 +58,9 @@ test-gpu: $(STAMP)
 	COURSE_TEST_DEVICE=cuda $(PY) -m pytest tests --ignore=tests/site --ignore=tests/reader --ignore=tests/test_grading.py
 
 # The reader's path: the wheel built from the checkout, a fresh environment with only what
-# Colab preinstalls, each chapter notebook alone in an empty folder (quick mode).
+# Colab preinstalls, each chapter notebook alone in an empty folder (quick mode), under another
+# CPU's arithmetic (ATEN_CPU_CAPABILITY=default, one thread): every nbval-check-output cell must
+# print its stored output there too, so a cell that prints float noise fails on any machine.
 test-reader: $(STAMP) $(HUB)
 	COURSE_QUICK=1 COURSE_TORCH="$(TORCH)" $(PY) -m pytest -p no:cacheprovider tests/reader
 

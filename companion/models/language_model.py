@@ -175,7 +175,7 @@ def train_language_model(model: TransformerLM, ids: torch.Tensor, *, steps: int,
 
     log = fit(model, draw=lambda g: random_windows(ids, block_size, batch_size, g), loss=loss, steps=steps,
               optimizer="adamw", lr=lr, weight_decay=weight_decay, schedule="cosine", warmup=warmup, clip=1.0,
-              seed=seed, progress=progress)
+              seed=seed, progress=progress, leave=True)
     return {"bits": [nats / math.log(2) for nats in log.loss], "seconds": log.seconds}
 
 

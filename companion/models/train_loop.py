@@ -97,6 +97,7 @@ def fit(
     seed: int = 0,
     progress: bool = False,
     desc: str = "training",
+    leave: bool = False,
 ) -> FitLog:
     """Train ``model`` for ``steps`` optimiser steps, each on a fresh batch (chapters 3 to 8).
 
@@ -116,6 +117,8 @@ def fit(
         seed: seeds ``draw``'s generator.
         progress: show a progress bar with the running loss.
         desc: the progress bar's label.
+        leave: keep the finished progress bar on the page (one long training); by default it
+            disappears (many short ones).
 
     Returns:
         a :class:`FitLog`: every step's loss (a loss that became NaN or infinite stays so:
@@ -133,7 +136,7 @@ def fit(
     log = FitLog()
     model.train()
     start = time.perf_counter()
-    bar = tqdm(range(steps), disable=not progress, desc=desc, leave=False, mininterval=2)
+    bar = tqdm(range(steps), disable=not progress, desc=desc, leave=leave, mininterval=2)
     for step in bar:
         if schedule == "cosine":
             for group in opt.param_groups:
