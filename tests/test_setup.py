@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -20,6 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 OWN = canonicalize_name(PYPROJECT["project"]["name"])
 MADE_BY_MAKE = (Path(sys.prefix) / ".installed").exists()  # the .venv that `make` builds
+
+
+def installed():
+    """The distributions installed in the environment's site-packages (not the ones a package
+    vendors, e.g. setuptools/_vendor, which appear on sys.path once setuptools is imported)."""
+    return metadata.distributions(path=[sysconfig.get_paths()["purelib"]])
 
 
 def pins() -> dict[str, str]:
@@ -50,7 +57,7 @@ def test_every_pin_installs_on_the_lowest_python_claimed():
     lowest = lowest_python()
     pinned = pins()
     refused = []
-    for dist in metadata.distributions():
+    for dist in installed():
         name = canonicalize_name(dist.metadata["Name"])
         needs = dist.metadata.get("Requires-Python")
         if name in pinned and needs and not SpecifierSet(needs).contains(f"{lowest}.0"):
@@ -63,7 +70,7 @@ def test_every_pin_installs_on_the_lowest_python_claimed():
 def test_every_installed_distribution_is_pinned():
     pinned = pins()
     unpinned, other = [], []
-    for dist in metadata.distributions():
+    for dist in installed():
         name = canonicalize_name(dist.metadata["Name"])
         if name in {OWN, "torch", "pip"}:  # torch: chosen by make TORCH=...; pip: comes with the venv
             continue
