@@ -38,11 +38,12 @@ def warmup_cosine(step: int, steps: int, warmup: int = 0) -> float:
 
     The factor rises linearly over the first ``warmup`` steps (``1/warmup, 2/warmup, ..., 1``),
     then decays from 1 to 0 along half a cosine over the remaining ``steps - warmup`` steps.
-    ``warmup=0`` is the plain cosine decay ``(1 + cos(pi * step / steps)) / 2``.
+    ``warmup=0`` is the plain cosine decay ``(1 + cos(pi * step / steps)) / 2``; a warm-up
+    longer than the run (a shortened run, e.g. a notebook's quick mode) rises the whole time.
     """
     check_positive_int("steps", steps)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= steps:
-        raise ValueError(f"warmup must be a number of steps from 0 to steps={steps}, got {warmup!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a number of steps, 0 or more, got {warmup!r}")
     if step < warmup:
         return (step + 1) / warmup
     return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
