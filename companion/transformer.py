@@ -25,7 +25,7 @@ def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, 
     Args:
         layers: the :class:`EncoderLayer` s or :class:`DecoderLayer` s, in order.
         x: ``(batch, t, d_model)``, the first layer's input.
-        *args, **kwargs: passed to every layer (e.g. ``memory`` and ``mask``).
+        args, kwargs: the other arguments, passed to every layer (e.g. ``memory`` and ``mask``).
         norm: the stack's final LayerNorm (pre-norm stacks), or ``None``.
         need_weights: also return each layer's attention weights.
         caches: ``None``, or one :class:`companion.KVCache` per layer (generation, chapter 8).
