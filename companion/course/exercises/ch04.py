@@ -254,7 +254,7 @@ def _ablate_by_hand(fn):
 def _ablate_width(fn):
     randn = draws(54)
     _ablate(fn, randn(2, 5, 12), 3, 2, "d_model = 12, 3 heads of d_k = 4, remove the last head (2)",
-            "the block starts at head * d_k with d_k = d_model // num_heads (here 8), not at head * num_heads")
+            "the block starts at head * d_k with d_k = d_model // num_heads (here 4), not at head * num_heads")
 
 
 def _ablate_first(fn):
