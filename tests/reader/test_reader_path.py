@@ -226,3 +226,22 @@ def test_solutions_are_reachable_without_the_website(dist, colab, tmp_path):
     done = run([str(colab / "bin" / "python"), "-c", script], cwd=tmp_path, env=environment(colab))
     lines = done.stdout.split("\n")[:-1]
     assert lines and all(line.split()[1] == "True" for line in lines), done.stdout
+
+
+def test_the_comparison_names_a_check_cell_that_prints_something_else():
+    """The guard behind the other-arithmetic run: a check-output cell whose printed text moved
+    (float noise printed as 4.8e-07 instead of 3.6e-07) is named; other cells are not compared."""
+    stored = json.loads(CHAPTERS[3].read_text())  # chapter 4
+    executed = json.loads(CHAPTERS[3].read_text())
+    assert differing_check_cells(stored, executed) == []
+    number, cell = next((i, c) for i, c in enumerate(executed["cells"])
+                        if "nbval-check-output" in c.get("metadata", {}).get("tags", [])
+                        and any(o.get("name") == "stdout" for o in c.get("outputs", [])))
+    out = next(o for o in cell["outputs"] if o.get("name") == "stdout")
+    out["text"] = "max difference 4.8e-07\n"
+    differ = differing_check_cells(stored, executed)
+    assert len(differ) == 1 and differ[0].startswith(f"cell {number}:") and "4.8e-07" in differ[0], differ
+    ignored = next(c for c in executed["cells"] if "nbval-ignore-output" in c.get("metadata", {}).get("tags", [])
+                   and c.get("outputs"))
+    ignored["outputs"] = []
+    assert len(differing_check_cells(stored, executed)) == 1
