@@ -32,6 +32,7 @@ from .decoding import greedy_decode
 from .kv_cache import KVCache
 from .sampling import next_token_probs, sample_next_token
 from .bigram_embedding import BigramEmbedding
+from .pooling import masked_mean
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
@@ -51,6 +52,8 @@ __all__ = [
     # chapter 1: attention as a key-value store
     "softargmax",
     "hardargmax",
+    # pooling a padded sequence (chapters 7 and 9)
+    "masked_mean",
     # chapters 2-3: self/cross attention, scaling, masks
     "scaled_dot_product_attention",
     "causal_mask",

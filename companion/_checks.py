@@ -55,6 +55,21 @@ def check_tokens(name: str, tokens, pad_hint: str = "") -> None:
         )
 
 
+def check_id_range(name: str, tokens: torch.Tensor, vocab_size: int, extra: str = "") -> None:
+    """Raise unless every id of ``tokens`` is in ``[0, vocab_size)``.
+
+    The minimum and maximum come back from the device in one read (on a GPU, one wait);
+    ``extra`` ends the message (what an id at ``vocab_size`` would mean, for instance).
+    """
+    if tokens.numel() == 0:
+        return
+    low, high = torch.aminmax(tokens)
+    low, high = torch.stack([low, high]).tolist()  # one device-to-host copy
+    if low < 0 or high >= vocab_size:
+        raise ValueError(f"{name}: token ids must be in [0, vocab_size={vocab_size}), got min {low} and max "
+                         f"{high}; map unknown words to an <unk> id{extra}")
+
+
 def check_mask(mask, scores_shape: torch.Size | tuple[int, ...], what: str = "(..., t_q, t_k)") -> None:
     """Raise unless ``mask`` is a bool tensor that broadcasts to ``scores_shape`` unchanged.
 

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_probability, check_tokens
+from ._checks import check_choice, check_id_range, check_positive_int, check_probability, check_tokens
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
 __all__ = ["TokenEmbedding"]
@@ -57,14 +57,17 @@ class TokenEmbedding(nn.Module):
             self.positional = LearnedPositionalEmbedding(max_len, d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, offset: int = 0, *, check_range: bool = True) -> torch.Tensor:
         """int ``(batch, t)`` -> ``(batch, t, d_model)``; ``offset`` is the position of the
-        first token (``0``, or the number of tokens already cached, chapter 8)."""
+        first token (``0``, or the number of tokens already cached, chapter 8).
+
+        ``check_range=False`` skips the check that every id is in ``[0, vocab_size)``, which
+        reads the ids' minimum and maximum back from the device (on a GPU, a wait for it):
+        for ids known to be in range, such as the tokens a model just sampled from its own
+        vocabulary, one at a time (:func:`companion.models.generate`).
+        """
         check_tokens("tokens", tokens)
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
-            raise ValueError(
-                f"token ids must be in [0, vocab_size={self.vocab_size}), got min {int(tokens.min())} "
-                f"and max {int(tokens.max())}; map unknown words to an <unk> id"
-            )
+        if check_range:
+            check_id_range("tokens", tokens, self.vocab_size)
         x = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, t, d_model)
         return self.dropout(self.positional(x, offset))

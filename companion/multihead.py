@@ -181,8 +181,8 @@ class MultiHeadAttention(nn.Module):
         Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
         Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
         if self.rotary:  # turn each query and key by its position's angles (chapter 5)
-            Q = apply_rotary(Q, torch.arange(offset, offset + t_q, device=Q.device))  # new positions
-            K = apply_rotary(K, torch.arange(offset, t_k, device=K.device))  # after the cached ones
+            Q = apply_rotary(Q, offset=offset)  # the new positions: offset .. offset + t_q - 1
+            K = apply_rotary(K, offset=offset)  # the new keys, after the cached ones
         if cache is not None:  # prepend the cached positions: (batch, num_heads, t_k, d_k)
             K, V = cache.update(K, V)
         dropout_p = self.dropout if self.training else 0.0

@@ -22,6 +22,8 @@ permuted features, so weights move between the two layouts only with that permut
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ._checks import check_positive_finite, check_positive_int, check_tensor, describe
@@ -60,31 +62,58 @@ def rotary_angles(positions: torch.Tensor, d_k: int, base: float = 10000.0) -> t
     return positions.to(torch.float64)[:, None] * theta  # (t, d_k / 2)
 
 
-def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
+@functools.lru_cache(maxsize=32)
+def _cos_sin_table(end: int, d_k: int, base: float, device: torch.device, dtype: torch.dtype):
+    """``cos`` and ``sin`` of the angles of positions ``0 .. end - 1``, ``(end, d_k / 2)`` each.
+
+    Kept per length, width, base, device and dtype: a model's layers share one table, and a
+    forward pass reads it instead of recomputing the angles in float64. Made outside autograd
+    and inference mode, so any later forward may use it.
+    """
+    with torch.inference_mode(False), torch.no_grad():
+        angle = rotary_angles(torch.arange(end, device=device), d_k, base)  # (end, d_k / 2), float64
+        return angle.cos().to(dtype), angle.sin().to(dtype)
+
+
+def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0, *,
+                 offset: int = 0) -> torch.Tensor:
     """Rotate every feature pair of ``x`` by its position's angle (chapter 5).
 
     Args:
         x: float ``(..., t, d_k)`` with ``d_k`` even, e.g. queries or keys
             ``(batch, num_heads, t, d_k)``.
-        positions: optional int64 ``(t,)``; default ``0 .. t - 1``.
+        positions: optional int64 ``(t,)``; default ``offset .. offset + t - 1``.
         base: the frequencies' base.
+        offset: the position of the first row when ``positions`` is not given (the number of
+            positions already in a key-value cache, chapter 8).
 
     Returns:
         a new tensor of the shape and dtype of ``x``; ``x`` is not modified.
+
+    Consecutive positions (``positions`` not given) read a table of ``cos`` and ``sin`` kept
+    per length, device and dtype; explicit ``positions`` compute their angles afresh.
     """
     check_tensor("x", x, shape_doc="(..., t, d_k)")
     if x.dim() < 2:
         raise ValueError(f"x must have shape (..., t, d_k), got shape {tuple(x.shape)}")
     t, d_k = x.shape[-2], x.shape[-1]
     if positions is None:
-        positions = torch.arange(t, device=x.device)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be an int >= 0 (the position of the first row), got {offset!r}")
+        check_positive_int("d_k", d_k)
+        check_positive_finite("base", base)
+        if d_k % 2:
+            rotary_angles(torch.zeros(1), d_k, base)  # raises the error that explains an odd d_k
+        end = 1 << max(offset + t - 1, 1).bit_length()  # a power of two >= offset + t: few tables
+        cos, sin = _cos_sin_table(end, d_k, float(base), x.device, x.dtype)
+        cos, sin = cos[offset:offset + t], sin[offset:offset + t]  # (t, d_k / 2) each
     else:
         _check_positions(positions)
         if positions.size(0) != t:
             raise ValueError(f"positions must have shape (t,) = ({t},), one position per row of x, "
                              f"got shape {tuple(positions.shape)}")
-    angle = rotary_angles(positions.to(x.device), d_k, base)  # (t, d_k / 2)
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        angle = rotary_angles(positions.to(x.device), d_k, base)  # (t, d_k / 2)
+        cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., t, d_k / 2) each: the pairs' two features
     rotated = torch.stack((x_even * cos - x_odd * sin, x_even * sin + x_odd * cos), dim=-1)  # (..., t, d_k / 2, 2)
     return rotated.flatten(-2)  # (..., t, d_k): pairs back side by side

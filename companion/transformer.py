@@ -170,6 +170,12 @@ class Transformer(nn.Module):
         num_encoder_layers: encoder depth.
         num_decoder_layers: decoder depth.
         src_pad_id, tgt_pad_id: optional padding ids.
+
+    Attributes:
+        encoder, decoder: the two stacks.
+        output_proj: the final ``nn.Linear(d_model, tgt_vocab_size)``, decoder output -> logits
+            (The Annotated Transformer's ``generator``; in this course ``generator`` always
+            names a ``torch.Generator``).
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 512, num_heads: int = 8,
@@ -182,7 +188,7 @@ class Transformer(nn.Module):
                       norm_first=norm_first, max_len=max_len, positional=positional, layer_norm_eps=layer_norm_eps)
         self.encoder = Encoder(src_vocab_size, num_layers=num_encoder_layers, pad_id=src_pad_id, **common)
         self.decoder = Decoder(tgt_vocab_size, num_layers=num_decoder_layers, pad_id=tgt_pad_id, **common)
-        self.generator = nn.Linear(d_model, tgt_vocab_size)  # logits over the target vocabulary
+        self.output_proj = nn.Linear(d_model, tgt_vocab_size)  # logits over the target vocabulary
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_mask: torch.Tensor | None = None,
                 tgt_mask: torch.Tensor | None = None, need_weights: bool = False):
@@ -208,4 +214,4 @@ class Transformer(nn.Module):
         mask = causal if tgt_mask is None else causal & tgt_mask
         out, dec_weights = self.decoder(tgt, memory, mask=mask, memory_mask=src_mask, need_weights=need_weights)
         weights = {"encoder": enc_weights, "decoder": dec_weights} if need_weights else None
-        return self.generator(out), weights
+        return self.output_proj(out), weights

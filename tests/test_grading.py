@@ -20,7 +20,8 @@ import torch
 from nbclient import NotebookClient
 
 from companion.course import check
-from companion.course.answer import NOT_IMPLEMENTED, PRELUDE, evaluate, run_checks
+from companion.course.rule import PRELUDE
+from companion.course.runner import NOT_IMPLEMENTED, evaluate, run_checks
 from companion.course.exercises import EXERCISES, earlier_in_chapter
 from companion.course import grading
 from companion.course.grading import EXIT_FAILED, EXIT_GRADER_ERROR, EXIT_PASSED, find_exercise_cells, grade_folder, main
@@ -495,3 +496,20 @@ def test_show_source_names_the_package_file_even_through_a_decorator(capsys):
 
     assert _where(greedy_decode) == "companion/decoding.py"
     assert _where(scaled_dot_product_attention) == "companion/attention.py"
+
+
+def test_every_output_must_carry_a_gradient():
+    from companion.course.exercises import Mismatch, expect_gradients_reach
+
+    W, V = torch.randn(3, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+    x = torch.randn(2, 3)
+
+    def outputs():  # a fresh graph each time: the check runs backward through it
+        return x @ W, torch.softmax(x @ W, -1)
+
+    expect_gradients_reach(outputs(), {"W": W}, "case", "hint")  # both carry one
+    context, weights = outputs()
+    with pytest.raises(Mismatch, match=r"case \(output 1 of 2\): the result carries no gradient"):
+        expect_gradients_reach((context, weights.detach()), {"W": W}, "case", "hint")
+    with pytest.raises(Mismatch, match="no gradient reaches V"):
+        expect_gradients_reach(outputs()[:1], {"W": W, "V": V}, "case", "hint")

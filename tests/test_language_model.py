@@ -339,3 +339,19 @@ def test_ngram_errors():
         NGramLM(2, 3, k=0)
     with pytest.raises(ValueError, match=r"ids in \[0, vocab_size=3\)"):
         NGramLM(2, 3).fit([0, 3])
+
+
+def test_generation_checks_the_prompt_once_and_not_each_sampled_token(monkeypatch):
+    import companion.embedding
+
+    model = TransformerLM(11, d_model=16, num_heads=2, num_layers=1, max_len=32).eval()
+    with pytest.raises(ValueError, match=r"token ids must be in \[0, vocab_size=11\), got min 0 and max 11"):
+        generate(model, torch.tensor([[0, 11]]), 3)
+    checked = []
+    real = companion.embedding.check_id_range
+    monkeypatch.setattr(companion.embedding, "check_id_range", lambda *a: checked.append(a) or real(*a))
+    for use_cache in (True, False):
+        checked.clear()
+        generate(model, torch.tensor([[1, 2, 3]]), 6, use_cache=use_cache,
+                 generator=torch.Generator().manual_seed(0))
+        assert len(checked) == 1  # the prompt, once: no device read per generated token

@@ -351,3 +351,17 @@ def test_the_hub_download_path_works_offline_from_a_filled_cache(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert done.returncode != 0
     assert "is not a local directory, and downloading it from the Hugging Face Hub failed" in done.stderr
+
+
+def test_encode_sentences_leaves_the_callers_tokenizer_as_it_was(minilm):
+    _, _, tokenizer, _ = minilm
+    padding, truncation = tokenizer.padding, tokenizer.truncation  # the file's: 128 and 128
+    input_ids, _ = encode_sentences(tokenizer, ["a b", "one two three four five"], max_length=5)
+    assert input_ids.shape == (2, 5)
+    assert tokenizer.padding == padding and tokenizer.truncation == truncation
+    tokenizer.no_padding(), tokenizer.no_truncation()
+    try:
+        encode_sentences(tokenizer, ["a b", "one two three"])
+        assert tokenizer.padding is None and tokenizer.truncation is None
+    finally:
+        tokenizer.enable_padding(**padding), tokenizer.enable_truncation(**truncation)

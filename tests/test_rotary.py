@@ -105,3 +105,46 @@ def test_encoder_layer_passes_rotary_on_and_copy_weights_refuses_it():
     assert layer.self_attn.rotary and "rotary=True" in repr(layer)
     with pytest.raises(ValueError, match="rotary=True"):
         copy_weights(layer, torch.nn.TransformerEncoderLayer(16, 2, batch_first=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("offset,t", [(0, 1), (0, 7), (5, 1), (13, 4), (60, 9)])
+def test_the_kept_table_equals_angles_computed_afresh(dtype, offset, t):
+    x = randn(3, 2, 3, t, 8).to(dtype)
+    fresh = apply_rotary(x, torch.arange(offset, offset + t))  # explicit positions: no table
+    assert torch.equal(apply_rotary(x, offset=offset), fresh)
+
+
+def test_the_table_is_kept_per_device_and_dtype_and_shared_by_calls():
+    from companion.rotary import _cos_sin_table
+
+    _cos_sin_table.cache_clear()
+    x = randn(0, 1, 2, 5, 8)
+    apply_rotary(x)
+    apply_rotary(x, offset=2)  # 2 + 5 positions: the same table of 8
+    assert _cos_sin_table.cache_info().misses == 1 and _cos_sin_table.cache_info().hits == 1
+    apply_rotary(x.float())  # another dtype: another table
+    assert _cos_sin_table.cache_info().misses == 2
+
+
+def test_a_table_made_under_inference_mode_serves_training():
+    from companion.rotary import _cos_sin_table
+
+    _cos_sin_table.cache_clear()
+    x = randn(1, 1, 2, 6, 8)
+    with torch.inference_mode():
+        apply_rotary(x)
+    w = x.clone().requires_grad_()
+    apply_rotary(w).sum().backward()  # would raise if the kept table were an inference tensor
+    assert w.grad is not None
+
+
+@pytest.mark.parametrize("offset", [-1, 1.5, True])
+def test_a_bad_offset_is_refused(offset):
+    with pytest.raises(ValueError, match=r"offset must be an int >= 0 \(the position of the first row\)"):
+        apply_rotary(randn(0, 3, 4), offset=offset)
+
+
+def test_an_odd_width_is_refused_with_the_table_too():
+    with pytest.raises(ValueError, match="d_k must be even"):
+        apply_rotary(randn(0, 3, 5))

@@ -13,7 +13,7 @@ For a folder of learner notebooks (no Jupyter server needed)::
 Exit status: 0 every exercise passed, 1 some did not, 2 the grader could not run (no such
 folder, no notebooks in it).
 
-Both apply the same rule (:mod:`companion.course.answer`): an exercise cell runs after
+Both apply the same rule (:mod:`companion.course.rule`): an exercise cell runs after
 ``math, np, torch, F, nn`` and the learner's earlier exercise cells of the same chapter.
 In the notebook, ``check`` re-runs the cells that defined the functions (IPython keeps their
 code); the grader reads them from the ``.ipynb`` files. The grader runs each exercise in its
@@ -37,7 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .answer import NOT_IMPLEMENTED, RULE, Result, evaluate
+from .rule import RULE
+from .runner import NOT_IMPLEMENTED, Result, evaluate
 from .exercises import EXERCISES
 
 __all__ = ["Result", "find_exercise_cells", "grade_folder", "Report", "main", "NOT_IMPLEMENTED", "RULE"]

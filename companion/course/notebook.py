@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .answer import Result, evaluate
+from .runner import Result, evaluate
 from .exercises import EXERCISES, earlier_in_chapter
 
 __all__ = ["setup", "check", "show_source", "show_solution"]
@@ -54,12 +54,12 @@ def check(exercise_id: str, fn) -> None:
     """Check the learner's ``fn`` for ``exercise_id`` and print the verdict (every exercise).
 
     Prints ``PASSED``, or ``NOT YET`` with the first failing case (expected vs got, a hint).
-    Applies the same rule as the grader (:mod:`companion.course.answer`): the cell that defined
+    Applies the same rule as the grader (:mod:`companion.course.rule`): the cell that defined
     ``fn`` is run again after the exercise imports and the cells of the chapter's earlier
     exercises, so that a name the grader would not see fails here too.
 
     It returns nothing, so that the cell shows only the verdict; to get the verdict as a value,
-    use :func:`companion.course.answer.evaluate`.
+    use :func:`companion.course.runner.evaluate`.
     """
     if exercise_id not in EXERCISES:
         raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")

@@ -13,7 +13,9 @@ recipes: one module per model the course trains.
 - :mod:`companion.models.language_model`: the decoder-only Transformer, its training and generation (chapter 8).
 - :mod:`companion.models.ngram_lm`: n-gram models with add-k smoothing, its baselines (chapter 8).
 - :mod:`companion.models.bert`: BERT's encoder from the course's blocks (chapter 9).
-- :mod:`companion.models.pretrained`: loading a real checkpoint into it, tokenising, sentence embeddings (chapter 9).
+- :mod:`companion.models.checkpoint`: finding, downloading and reading a real checkpoint (chapter 9).
+- :mod:`companion.models.pretrained`: loading its weights into :class:`BertEncoder` (chapter 9).
+- :mod:`companion.models.sentence`: tokenising sentences, the masked mean, sentence embeddings (chapter 9).
 
 Models import the blocks (``companion.*``) and the data wing (``companion.data``), never the
 course wing (``companion.course``).
@@ -28,8 +30,9 @@ from .seq2seq import exact_match, train_seq2seq, translate
 from .language_model import TransformerLM, evaluate_bits_per_char, generate, train_language_model
 from .ngram_lm import NGramLM, fit_ngram
 from .bert import BertConfig, BertEncoder, BertOutput
-from .pretrained import (MINILM_ID, checkpoint_folder, encode_sentences, layer_state_dict, load_pretrained, mean_pool,
-                         minilm_path, read_checkpoint, sentence_embedding)
+from .checkpoint import MINILM_ID, checkpoint_folder, minilm_path, read_checkpoint
+from .pretrained import layer_state_dict, load_pretrained
+from .sentence import encode_sentences, mean_pool, sentence_embedding
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
 
 __all__ = ["fit", "FitLog", "warmup_cosine", "TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",

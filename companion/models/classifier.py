@@ -8,6 +8,7 @@ from torch import nn
 
 from .._checks import check_choice, check_positive_int, check_tokens
 from ..masks import padding_mask
+from ..pooling import masked_mean
 from ..bigram_embedding import BigramEmbedding
 from ..transformer import Encoder
 
@@ -87,23 +88,32 @@ class TransformerClassifier(nn.Module):
                 f"truncate the reviews or build the classifier with max_len >= {tokens.size(1)}"
             )
         words = tokens  # (batch, t), without [CLS]
-        if self.pooling == "cls":
-            if tokens.numel() and int(tokens.max()) >= self.vocab_size:  # id vocab_size is [CLS]'s
-                raise ValueError(
-                    f"token ids must be in [0, vocab_size={self.vocab_size}), got max {int(tokens.max())}; "
-                    "map unknown words to an <unk> id"
-                )
+        if self.pooling == "cls":  # id vocab_size is [CLS]'s: the embedding's own range would allow it
             cls = torch.full((tokens.size(0), 1), self.vocab_size, dtype=tokens.dtype, device=tokens.device)
             tokens = torch.cat([cls, tokens], dim=1)  # (batch, 1 + t)
         keep = None if self.pad_id is None else padding_mask(tokens=tokens, pad_id=self.pad_id)  # (batch, 1, t)
-        if keep is not None and not bool(keep.any(dim=-1).all()):
-            raise ValueError("a sequence in the batch is entirely padding; every sequence needs at least one real token")
-        x = self.encoder.embed(tokens)  # (batch, t', d_model): words and positions
+        self._check_ids(words, keep)
+        x = self.encoder.embed(tokens, check_range=False)  # (batch, t', d_model): checked above
         if self.bigrams is not None:
             pairs = self.bigrams(words)  # (batch, t, d_model): the pair ending at each word
             x = x + (F.pad(pairs, (0, 0, 1, 0)) if self.pooling == "cls" else pairs)  # [CLS] ends no pair
         x, weights = self.encoder.encode(x, mask=keep, need_weights=need_weights)  # (batch, t', d_model)
         return x, keep, weights
+
+    def _check_ids(self, words: torch.Tensor, keep: torch.Tensor | None) -> None:
+        """Every id in ``[0, vocab_size)`` and no sequence all padding: one read from the device."""
+        if words.numel() == 0:
+            return
+        facts = [*torch.aminmax(words)]
+        if keep is not None:
+            facts.append((~keep.any(dim=-1)).sum())  # sequences with no real token
+        low, high, *empty = torch.stack(facts).tolist()
+        if low < 0 or high >= self.vocab_size:
+            raise ValueError(f"token ids must be in [0, vocab_size={self.vocab_size}), got min {low} and max "
+                             f"{high}; map unknown words to an <unk> id")
+        if empty and empty[0]:
+            raise ValueError("a sequence in the batch is entirely padding; every sequence needs at least one "
+                             "real token")
 
     def pool(self, x: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         """``(batch, t, d_model)`` and bool ``keep`` ``(batch, 1, t)`` -> ``(batch, d_model)``."""
@@ -111,7 +121,6 @@ class TransformerClassifier(nn.Module):
             return x[:, 0]
         if keep is None:
             return x.max(dim=1).values if self.pooling == "max" else x.mean(dim=1)
-        keep = keep.transpose(1, 2)  # (batch, t, 1)
         if self.pooling == "max":
-            return x.masked_fill(~keep, torch.finfo(x.dtype).min).max(dim=1).values
-        return (x * keep).sum(dim=1) / keep.sum(dim=1)
+            return x.masked_fill(~keep.transpose(1, 2), torch.finfo(x.dtype).min).max(dim=1).values
+        return masked_mean(x, keep[:, 0])  # keep (batch, 1, t) -> (batch, t): the real words' mean

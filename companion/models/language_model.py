@@ -69,7 +69,8 @@ class TransformerLM(nn.Module):
         return [KVCache() for _ in self.blocks]
 
     def forward(self, ids: torch.Tensor, caches: list[KVCache] | None = None,
-                need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+                need_weights: bool = False, *,
+                check_range: bool = True) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
         """Next-token logits at every position.
 
         Args:
@@ -79,6 +80,8 @@ class TransformerLM(nn.Module):
                 :meth:`new_caches`); the new positions attend to the cached ones and are
                 appended to them.
             need_weights: also return each block's attention weights.
+            check_range: check that every id is in ``[0, vocab_size)`` (a read from the device);
+                :func:`generate` skips it for the tokens it sampled itself.
 
         Returns:
             ``(logits, weights)``: logits ``(batch, t, vocab)``, where position ``i`` scores
@@ -95,7 +98,7 @@ class TransformerLM(nn.Module):
                              f"{'of length ' + str(len(caches)) if isinstance(caches, (list, tuple)) else ''}")
         offset = len(caches[0]) if caches is not None else 0  # the position of ids[:, 0]
         t = ids.size(1)
-        x = self.embedding(ids, offset)  # (batch, t, d_model)
+        x = self.embedding(ids, offset, check_range=check_range)  # (batch, t, d_model)
         # the new tokens are the last t of offset + t positions; one token alone sees everything
         mask = causal_mask(t, offset + t, device=ids.device) if t > 1 else None  # (t, offset + t)
         x, weights = apply_layers(self.blocks, x, norm=self.norm, mask=mask, need_weights=need_weights,
@@ -137,8 +140,10 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
     ids = prompt
     caches = model.new_caches() if use_cache else None
     step_input = prompt  # with a cache: the prompt once, then only the newest token
-    for _ in range(max_new_tokens):
-        logits, _ = model(step_input if use_cache else ids, caches)  # (batch, t, vocab)
+    for step in range(max_new_tokens):
+        # the prompt's ids are checked once; sampled ones are in range by construction (no GPU wait)
+        logits, _ = model(step_input if use_cache else ids, caches,
+                          check_range=step == 0)  # (batch, t, vocab)
         token = sample_next_token(logits[:, -1], temperature, top_k, generator)  # (batch,)
         ids = torch.cat([ids, token[:, None]], dim=1)  # (batch, t + 1)
         step_input = token[:, None]  # (batch, 1)

@@ -3,16 +3,18 @@
 An exercise is a function the learner writes in a chapter notebook (a code cell tagged
 ``exercise`` whose metadata holds ``exercise_id``). The same checks give feedback in the
 notebook (:func:`companion.course.check`) and grade a folder of notebooks
-(``python -m companion.course.grading``), under one rule (:mod:`companion.course.answer`).
+(``python -m companion.course.grading``), under one rule (:mod:`companion.course.rule`).
 ``EXERCISES`` lists them in the order the chapters ask them.
 """
 
 from __future__ import annotations
 
-from ._core import Exercise, Mismatch, call, expect_close, expect_equal, expect_gradient
+from ._core import (Exercise, Mismatch, call, expect_close, expect_equal, expect_gradient,
+                    expect_gradients_reach)
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09
 
-__all__ = ["EXERCISES", "Exercise", "Mismatch", "call", "expect_close", "expect_equal", "expect_gradient"]
+__all__ = ["EXERCISES", "Exercise", "Mismatch", "call", "expect_close", "expect_equal", "expect_gradient",
+           "expect_gradients_reach"]
 
 EXERCISES: dict[str, Exercise] = {ex.id: ex for ex in (*ch01.EXERCISES, *ch02.EXERCISES, *ch03.EXERCISES, *ch04.EXERCISES, *ch05.EXERCISES, *ch06.EXERCISES,
                                                       *ch07.EXERCISES, *ch08.EXERCISES, *ch09.EXERCISES)}

@@ -184,6 +184,27 @@ def expect_gradient(got: torch.Tensor, case: str, hint: str) -> None:
         raise Mismatch(f"{case}: the result carries no gradient (requires_grad is False). Hint: {hint}")
 
 
+def expect_gradients_reach(outputs, inputs: dict, case: str, hint: str) -> None:
+    """Raise :class:`Mismatch` unless every one of ``outputs`` carries a gradient and, together,
+    they carry one to every tensor of ``inputs`` that requires it.
+
+    A weight cut off by ``.detach()`` or ``torch.no_grad()`` would give the right values and
+    never be trained; a second output (the attention weights beside the context) computed under
+    ``torch.no_grad()`` would leave anything trained through it untouched.
+    """
+    for k, out in enumerate(outputs):
+        which = case if len(outputs) == 1 else f"{case} (output {k} of {len(outputs)})"
+        expect_gradient(out, which, hint)
+    randn = draws(99)
+    total = sum((out * randn(*out.shape).to(out.dtype)).sum() for out in outputs)
+    names = [name for name, value in inputs.items() if _is_tensor(value) and value.requires_grad]
+    grads = torch.autograd.grad(total, [inputs[name] for name in names], allow_unused=True)
+    missing = [name for name, grad in zip(names, grads) if grad is None or not bool((grad != 0).any())]
+    if missing:
+        raise Mismatch(f"{case}: no gradient reaches {', '.join(missing)} (the values are right, but training "
+                       f"could not change {'it' if len(missing) == 1 else 'them'}). Hint: {hint}")
+
+
 def expect_equal(got, expected: torch.Tensor, case: str, hint: str) -> None:
     """Raise :class:`Mismatch` unless ``got`` equals ``expected`` exactly: dtype, shape and values."""
     problem = _type_problem(got, case, hint)

@@ -15,7 +15,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._core import Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
+from ._core import (Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient,
+                    expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -67,20 +68,6 @@ def conv_feed_forward(x, W1, b1, W2, b2):
 
 
 # --- checks -----------------------------------------------------------------------
-
-def _expect_gradients_reach(outputs, inputs: dict, case: str, hint: str) -> None:
-    """Every input that requires a gradient must get one from the outputs (a weight cut off by
-    .detach() or torch.no_grad() would not be trained)."""
-    expect_gradient(outputs[0], case, hint)
-    randn = draws(99)
-    total = sum((out * randn(*out.shape).to(out.dtype)).sum() for out in outputs if out.requires_grad)
-    names = [name for name, value in inputs.items() if isinstance(value, torch.Tensor) and value.requires_grad]
-    grads = torch.autograd.grad(total, [inputs[name] for name in names], allow_unused=True)
-    missing = [name for name, grad in zip(names, grads) if grad is None or not bool((grad != 0).any())]
-    if missing:
-        raise Mismatch(f"{case}: no gradient reaches {', '.join(missing)} (the values are right, but training "
-                       f"could not change {'it' if len(missing) == 1 else 'them'}). Hint: {hint}")
-
 
 # decoder_mask --------------------------------------------------------------------
 
@@ -205,7 +192,7 @@ def _additive_float64_gradients(fn):
     hint = ("stay in PyTorch operations in the inputs' dtype: no .float(), .detach(), .item() or torch.no_grad(); "
             "build the -inf with masked_fill or torch.where")
     context, weights = _additive(fn, inputs, case, hint)
-    _expect_gradients_reach((context, weights), inputs, case, hint)
+    expect_gradients_reach((context, weights), inputs, case, hint)
 
 
 # greedy --------------------------------------------------------------------------
@@ -376,7 +363,7 @@ def _ffn_float64_gradients(fn):
         inputs[name].requires_grad_(True)
     case = "float64 inputs that require gradients (the weights are trained)"
     hint = "stay in PyTorch operations in x's dtype: no .float(), .detach(), .numpy() or torch.no_grad()"
-    _expect_gradients_reach((_ffn(fn, inputs, case, hint),), inputs, case, hint)
+    expect_gradients_reach((_ffn(fn, inputs, case, hint),), inputs, case, hint)
 
 
 EXERCISES = (

@@ -19,8 +19,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._core import Exercise, Mismatch, call, draws, expect_close, expect_gradient
-from .ch06 import _expect_gradients_reach as expect_gradients_reach
+from ._core import (Exercise, Mismatch, call, draws, expect_close, expect_gradient,
+                    expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
 

@@ -1,0 +1,128 @@
+"""Runs an exercise cell under the rule (:mod:`companion.course.rule`) and its checks, watched by
+the guard (:mod:`companion.course.guard`), the same way in the notebook and in the grader, so that a
+learner's verdict is the same in both.
+
+:func:`evaluate` takes a cell's source: the notebook's ``check`` passes the cells it ran, the
+grader the cells it read from the ``.ipynb`` file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+
+from .exercises import Exercise, Mismatch, earlier_in_chapter
+from .guard import Guard
+from .rule import PRELUDE, RULE, as_ipython_runs_it, static_problem, uses_companion
+
+__all__ = ["NOT_IMPLEMENTED", "Result", "evaluate", "run_checks"]
+
+NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` with your code"
+
+
+@dataclass
+class Result:
+    """The outcome of one exercise; ``checks_run`` counts the checks that ran to the end."""
+
+    exercise: str
+    passed: bool
+    message: str
+    checks_run: int = 0
+
+
+def _exec_quietly(source: str, namespace: dict, name: str) -> BaseException | None:
+    """Run ``source`` in ``namespace`` with its printing captured; return what it raised."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            exec(compile(source, name, "exec"), namespace)
+        except BaseException as error:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
+            return error
+    return None
+
+
+def _not_implemented(exercise: Exercise, error: NotImplementedError) -> str:
+    """Which stub is still a stub: this exercise's, or an earlier one's that the answer calls."""
+    traceback, raised_in = error.__traceback__, None
+    while traceback is not None:
+        raised_in, traceback = traceback.tb_frame.f_code.co_name, traceback.tb_next
+    earlier = {ex.function: ex.id for ex in earlier_in_chapter(exercise.id)}
+    if raised_in in earlier and raised_in != exercise.function:
+        return (f"your {exercise.function}() calls {raised_in}(), which is still the stub of the earlier "
+                f"exercise {earlier[raised_in]}: finish that one first (or do not call it)")
+    return NOT_IMPLEMENTED
+
+
+def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
+    """Run every check of ``exercise`` on ``fn``; stop at the first failure."""
+    guard = guard or BASELINE
+    if not callable(fn):
+        return Result(exercise.id, False, f"expected a function named {exercise.function}, got {type(fn).__name__}")
+    for done, check_case in enumerate(exercise.checks):
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                check_case(fn)
+        except NotImplementedError as error:
+            return Result(exercise.id, False, _not_implemented(exercise, error), done)
+        except Mismatch as wrong:
+            return Result(exercise.id, False, guard.message() or str(wrong), done)
+        except SystemExit:
+            return Result(exercise.id, False, "your function called exit(): exiting is not allowed in an exercise", done)
+        except Exception as error:  # a check's own computation failed on what fn returned
+            return Result(exercise.id, False, f"your function's result made the check fail with "
+                          f"{type(error).__name__}: {error}", done)
+        tampered = guard.message()
+        if tampered:
+            return Result(exercise.id, False, tampered, done)
+    return Result(exercise.id, True, f"all {len(exercise.checks)} checks passed", len(exercise.checks))
+
+
+def evaluate(exercise: Exercise, source: str, earlier: list[str] = (), on_cell=None) -> Result:
+    """Apply the rule: run the prelude, the ``earlier`` exercise cells and ``source``; check the function.
+
+    Args:
+        exercise: the exercise the cell answers.
+        source: the exercise cell's code.
+        earlier: the code of the learner's earlier exercise cells of the same chapter, in order.
+        on_cell: called with ``k`` before the ``k``-th earlier cell runs, and with
+            ``len(earlier)`` before ``source`` runs (the grader uses it to name a cell that
+            ended its process).
+    """
+    guard = BASELINE
+    source = as_ipython_runs_it(source)
+    problem = static_problem(exercise, source)
+    if problem:
+        return Result(exercise.id, False, problem)
+    namespace: dict = {"__name__": "__exercise__"}
+    exec(PRELUDE, namespace)
+    for k, cell in enumerate(earlier):  # an earlier answer that fails is graded on its own
+        if on_cell:
+            on_cell(k)
+        _exec_quietly(cell, namespace, f"<earlier exercise cell {k + 1}>")
+    namespace.pop(exercise.function, None)  # only this cell may define the answer
+    if on_cell:
+        on_cell(len(earlier))
+    error = _exec_quietly(source, namespace, f"<exercise {exercise.id}>")
+    if isinstance(error, SystemExit):
+        return Result(exercise.id, False, "the cell called exit() (SystemExit): exiting is not allowed in an "
+                      "exercise cell; remove it")
+    if isinstance(error, NotImplementedError):
+        return Result(exercise.id, False, NOT_IMPLEMENTED)
+    if isinstance(error, EOFError):
+        return Result(exercise.id, False, "the cell asked for input (input()): an exercise cell cannot read "
+                      "input when it is checked or graded; remove it")
+    if error is not None:
+        return Result(exercise.id, False, f"the cell raised {type(error).__name__}: {error}")
+    tampered = guard.message()
+    if tampered:
+        return Result(exercise.id, False, tampered)
+    name = uses_companion(namespace)
+    if name is not None:
+        return Result(exercise.id, False, f"`{name}` comes from the course's package: writing "
+                      f"{exercise.function}() yourself is the exercise ({RULE})")
+    if exercise.function not in namespace:
+        return Result(exercise.id, False, f"the cell does not define {exercise.function}()")
+    return run_checks(exercise, namespace[exercise.function], guard)
+
+
+BASELINE = Guard()  # taken when the course's machinery is imported, before any exercise cell runs

@@ -1,0 +1,41 @@
+"""Pooling a sequence into one vector: the mean over the real positions only (chapters 7 and 9).
+
+A padded batch holds sequences of different lengths; the mean of a sequence must not count its
+padding. With ``keep`` 1 at real positions and 0 at padding::
+
+    mean_b = sum_j keep[b, j] x[b, j] / sum_j keep[b, j]
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_tensor, describe
+
+__all__ = ["masked_mean"]
+
+
+def masked_mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """The mean of each sequence's vectors over its real positions only (chapters 7 and 9).
+
+    Args:
+        x: float ``(batch, t, d)``.
+        keep: bool or int ``(batch, t)``, true (1) at real positions and false (0) at padding.
+
+    Returns:
+        ``(batch, d)``, in ``x``'s dtype: ``sum_j keep[b, j] x[b, j] / sum_j keep[b, j]``.
+
+    Raises:
+        ValueError: ``keep`` is a float tensor, has another shape than ``x.shape[:2]``, or a row of
+            it is all false (the mean over no position is undefined).
+    """
+    check_tensor("x", x, ndim=3, shape_doc="(batch, t, d)")
+    if not isinstance(keep, torch.Tensor) or keep.is_floating_point() or keep.shape != x.shape[:2]:
+        raise ValueError(f"keep must be a bool or int tensor (batch, t) = {tuple(x.shape[:2])} matching x, "
+                         f"1 at real positions and 0 at padding; got {describe(keep)}")
+    weights = keep.unsqueeze(-1).to(x.dtype)  # (batch, t, 1): 1 at real positions
+    counts = weights.sum(dim=1)  # (batch, 1)
+    if not bool((counts > 0).all()):
+        raise ValueError("a row of keep is all false (0): the mean over no position is undefined; every "
+                         "sequence needs at least one real position")
+    return (x * weights).sum(dim=1) / counts  # (batch, d)
