@@ -38,10 +38,16 @@ def softargmax(scores: torch.Tensor, beta: float = 1.0, dim: int = -1) -> torch.
 
     Returns:
         weights of the same shape as ``scores``, non-negative, summing to 1 along ``dim``.
+
+    The maximum is subtracted *before* the multiplication by ``beta``: ``beta * (s - max s)``
+    is at most 0, so it cannot overflow however large ``beta`` is, even in float16 (where
+    ``beta * s`` would already be ``inf`` for ``beta = 1000``, ``s = 100``). Softmax does not
+    change when a constant is subtracted from every score, so the weights are the same.
     """
     check_tensor("scores", scores)
     check_positive_finite("beta", beta)
-    return torch.softmax(beta * scores, dim=dim)
+    shifted = scores - scores.amax(dim=dim, keepdim=True).detach()  # (..., n), <= 0, the maximum at 0
+    return torch.softmax(beta * shifted, dim=dim)
 
 
 def hardargmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:

@@ -52,7 +52,12 @@ def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int 
             logits = logits.masked_fill(logits < kth, float("-inf"))
     if temperature == 0:
         return hardargmax(logits)  # one-hot of the highest logit
-    return softargmax(logits, beta=1.0 / temperature)  # softmax(logits / T)
+    if math.isfinite(1.0 / temperature):
+        return softargmax(logits, beta=1.0 / temperature)  # softmax(logits / T)
+    # T so small that beta = 1 / T overflows (T = 1e-310): softmax(logits / T) is then the
+    # uniform distribution over the highest logits (exp((s - max s) / T) is 1 there, 0 elsewhere)
+    top = (logits == logits.amax(dim=-1, keepdim=True)).to(logits.dtype)  # (batch, vocab)
+    return top / top.sum(dim=-1, keepdim=True)
 
 
 def sample_next_token(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,

@@ -104,3 +104,27 @@ def test_dropout_zeroes_weights_and_rescales_the_rest():
     dropped = w == 0
     assert 0.3 < dropped.float().mean() < 0.7
     torch.testing.assert_close(w[~dropped], 2 * w0[~dropped])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_softargmax_is_stable_in_half_precision_with_a_huge_beta(dtype):
+    scores = torch.tensor([100.0, 101.0], dtype=dtype)
+    for beta in (1.0, 1000.0, 1e30):
+        got = softargmax(scores, beta=beta)
+        assert got.dtype == dtype and bool(torch.isfinite(got).all()), (beta, got)
+        expected = torch.softmax(beta * (scores.double() - 101.0), -1).to(dtype)
+        torch.testing.assert_close(got, expected)
+    assert torch.equal(softargmax(scores, beta=1000.0), hardargmax(scores))  # a hard maximum, as chapter 1 says
+
+
+def test_softargmax_gradient_is_softmaxs():
+    scores = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(4, 6, dtype=torch.float64)
+    ours = torch.autograd.grad((softargmax(scores, beta=3.0) * weights).sum(), scores)[0]
+    theirs = torch.autograd.grad((torch.softmax(3.0 * scores, -1) * weights).sum(), scores)[0]
+    torch.testing.assert_close(ours, theirs)
+
+
+def test_softargmax_keeps_masked_entries_at_zero():
+    scores = torch.tensor([[1.0, float("-inf"), 3.0]])
+    assert softargmax(scores, beta=1e6)[0, 1] == 0 and softargmax(scores)[0, 1] == 0

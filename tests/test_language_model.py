@@ -355,3 +355,16 @@ def test_generation_checks_the_prompt_once_and_not_each_sampled_token(monkeypatc
         generate(model, torch.tensor([[1, 2, 3]]), 6, use_cache=use_cache,
                  generator=torch.Generator().manual_seed(0))
         assert len(checked) == 1  # the prompt, once: no device read per generated token
+
+
+def test_tiny_temperatures_give_the_argmax_in_half_precision_too():
+    logits = torch.tensor([[1.0, 3.0, 2.0], [5.0, 5.0, -1.0]])
+    for dtype in (torch.float16, torch.float32):
+        for temperature in (1e-3, 1e-30, 1e-310):
+            probs = next_token_probs(logits.to(dtype), temperature=temperature)
+            assert bool(torch.isfinite(probs).all()), (dtype, temperature)
+            assert probs[0].tolist() == [0.0, 1.0, 0.0]
+            assert probs[1].tolist()[:2] in ([1.0, 0.0], [0.5, 0.5])  # the tie: one-hot or shared
+        token = sample_next_token(logits.to(dtype), temperature=1e-3,
+                                  generator=torch.Generator().manual_seed(0))
+        assert token[0] == 1
