@@ -152,11 +152,16 @@ def _rows_for_message(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Te
     return text
 
 
+_TOLERANCES = {torch.float64: (1e-10, 1e-8), torch.float32: (1e-5, 1e-4),
+               torch.float16: (1e-3, 1e-3), torch.bfloat16: (1e-2, 1e-2)}  # dtype -> (atol, rtol)
+
+
 def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float | None = None) -> None:
     """Raise :class:`Mismatch` unless ``got`` is a tensor with ``expected``'s dtype, shape and values.
 
     The tolerance follows the dtype: ``atol=1e-5, rtol=1e-4`` in float32, ``1e-10, 1e-8`` in
-    float64 (a float64 input must be computed in float64 all the way).
+    float64 (a float64 input must be computed in float64 all the way), ``1e-3`` in float16 and
+    ``1e-2`` in bfloat16 (their rounding steps near 1 are 1e-3 and 8e-3).
     """
     problem = _type_problem(got, case, hint)
     if problem:
@@ -167,8 +172,8 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
         raise Mismatch(f"{case}: expected dtype {expected.dtype} (the input's), got {got.dtype}. Hint: keep the "
                        "input's dtype: no .double(), .float() or .long(), and build new tensors with "
                        "dtype=x.dtype or torch.zeros_like(x)")
-    double = expected.dtype == torch.float64
-    atol, rtol = (atol if atol is not None else 1e-10 if double else 1e-5), (1e-8 if double else 1e-4)
+    default_atol, rtol = _TOLERANCES.get(expected.dtype, (1e-5, 1e-4))
+    atol = default_atol if atol is None else atol
     got_values = got.detach()
     if not bool(_isfinite(got_values).all()) and bool(_isfinite(expected).all()):
         wrong = ~_isfinite(got_values)

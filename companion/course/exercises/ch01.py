@@ -17,10 +17,10 @@ from ._core import Exercise, Mismatch, _allclose, call, expect_close, expect_gra
 
 def softargmax(scores, beta=1.0):
     """softmax(beta * scores) over the last dimension, computed stably."""
-    z = beta * scores
-    # exp of a large number overflows; shifting each row by its max changes nothing
-    z = z - z.max(dim=-1, keepdim=True).values
-    e = torch.exp(z)
+    # exp of a large number overflows; shifting each row by its max changes nothing.
+    # Shift first, then scale: beta * (s - max s) <= 0 even where beta * s overflows
+    z = scores - scores.max(dim=-1, keepdim=True).values
+    e = torch.exp(beta * z)
     return e / e.sum(dim=-1, keepdim=True)
 
 
@@ -92,8 +92,19 @@ def _softargmax_rows_of_different_scale(fn):
 def _softargmax_large_beta(fn):
     scores = torch.tensor([[10.0, 20.0, 30.0], [-30.0, -20.0, -10.0]])
     _softargmax(fn, scores, 5.0, "softargmax([[10, 20, 30], [-30, -20, -10]], beta=5)",
-                "exp(150) overflows: shift by the maximum of the *scaled* scores, beta * scores "
-                "(subtracting max(scores) before multiplying by beta is not enough)")
+                "exp(150) overflows: what goes into exp must have its maximum at 0, as in "
+                "beta * (scores - max) or beta * scores - max(beta * scores) (the same for beta > 0); "
+                "beta * scores - max(scores) subtracts the unscaled maximum and is not enough")
+
+
+def _softargmax_half_precision(fn):
+    scores = torch.tensor([[100.0, 101.0], [-3.0, -3.0]], dtype=torch.float16)
+    case = "softargmax of float16 scores [[100, 101], [-3, -3]], beta=1000"
+    hint = ("1000 * 101 is beyond float16's largest number (65504): subtract each row's maximum first, "
+            "then multiply by beta, and keep the input's dtype")
+    got = call(fn, case, hint, scores=scores, beta=1000.0)
+    expected = torch.softmax(1000.0 * (scores.double() - scores.double().amax(-1, keepdim=True)), -1)
+    expect_close(got, expected.to(torch.float16), case, hint)
 
 
 def _softargmax_gradients(fn):
@@ -248,7 +259,8 @@ def _self_attention_float64(fn):
 EXERCISES = (
     Exercise("ch01-softargmax", "soft argmax with inverse temperature", "softargmax",
              (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
-              _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_gradients,
+              _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_half_precision,
+              _softargmax_gradients,
               _softargmax_float64), softargmax,
              forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin")),
     Exercise("ch01-hardargmax", "hard argmax (one-hot)", "hardargmax",
