@@ -386,9 +386,10 @@ def _masked_single_key_row(fn):
 def _masked_gradients(fn):
     case = "gradients with a fully masked query row (query 1 of 3)"
     hint = ("training backpropagates through attention: stay in PyTorch operations (no .detach(), "
-            "torch.no_grad()), and make sure no NaN is created anywhere, even in rows you zero out "
-            "afterwards: a NaN forward value gives a NaN gradient (fill with -inf and zero the "
-            "fully masked rows with torch.where, or use torch.finfo(dtype).min)")
+            "torch.no_grad()). A NaN in a fully masked row is harmless only if nothing carries it back "
+            "to Q, K or V: replace the row with torch.where (as the reference does after filling with "
+            "-inf), never multiply it by 0 (NaN * 0 is NaN, in the values and the gradients); or fill "
+            "with torch.finfo(dtype).min, so that no NaN appears at all")
     randn = draws(26)
     Q0, K0, V0 = randn(3, 2), randn(4, 2), randn(4, 3)
     mask = torch.tensor([[True, False, True, False], [False, False, False, False], [True, True, True, True]])
