@@ -2262,3 +2262,105 @@ def sentence_vectors(hidden, attention_mask):
 """),
     ],
 }
+
+
+# Wrong answers of the classes that each statement allows and its checks draw through
+# `Allows` (half precision, two batch dimensions, large scores): issue #32.
+_STATEMENT_ALLOWS = {
+    "ch01-hardargmax": [
+        ("one_hot(...).float(): bfloat16 becomes float32", """
+def hardargmax(scores):
+    return F.one_hot(scores.argmax(-1), scores.shape[-1]).float()
+"""),
+    ],
+    "ch02-cross-attention": [
+        ("exp without the maximum: overflows on large scores", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    e = torch.exp(Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1]))
+    return (e / e.sum(-1, keepdim=True)) @ V
+"""),
+        ("transpose(1, 2): right for one batch dimension only", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    Kt = K.transpose(1, 2) if K.dim() > 2 else K.T
+    return torch.softmax(Q @ Kt / math.sqrt(K.shape[-1]), -1) @ V
+"""),
+        ("scale built as a float32 tensor: bfloat16 becomes float32", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    scale = torch.tensor(K.shape[-1], dtype=torch.float32).sqrt()
+    return torch.softmax(Q @ K.transpose(-2, -1) / scale, -1) @ V
+"""),
+    ],
+    "ch02-masked-attention": [
+        ("weights multiplied by mask.float(): bfloat16 becomes float32", """
+def masked_attention(Q, K, V, mask):
+    s = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~mask, -1e4)
+    A = torch.softmax(s, -1) * mask.float()
+    A = A / A.sum(-1, keepdim=True).clamp_min(1e-12)
+    return A @ V
+"""),
+        ("exp without the maximum: overflows on large scores", """
+def masked_attention(Q, K, V, mask):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    e = torch.exp(s) * mask
+    total = e.sum(-1, keepdim=True)
+    return torch.where(total > 0, e / torch.where(total > 0, total, 1), 0) @ V
+"""),
+    ],
+    "ch03-scaled-scores": [
+        ("K.transpose(1, 2) when batched: right for one batch dimension only", """
+def scaled_scores(Q, K):
+    Kt = K.transpose(1, 2) if K.dim() > 2 else K.T
+    return Q @ Kt / math.sqrt(Q.shape[-1])
+"""),
+    ],
+    "ch03-row-entropy": [
+        ("zeros built in float32: bfloat16 becomes float32", """
+def row_entropy(A):
+    terms = torch.where(A > 0, A * torch.log(A), torch.zeros(A.shape))
+    return -terms.sum(-1)
+"""),
+    ],
+    "ch03-prescale": [
+        ("the factor as a float32 tensor: bfloat16 becomes float32", """
+def prescale(Q, K):
+    s = torch.tensor(Q.shape[-1] ** -0.25)
+    return Q * s, K * s
+"""),
+    ],
+    "ch04-ablate-head": [
+        ("a float32 mask: bfloat16 becomes float32", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    keep = torch.ones(Z.shape[-1])
+    keep[head * d_k:(head + 1) * d_k] = 0
+    return Z * keep
+"""),
+    ],
+    "ch05-rope": [
+        ("cos and sin left in float64: bfloat16 becomes float64", """
+def rope(x):
+    t, d = x.shape[-2], x.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = angle.cos(), angle.sin()
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2).to(
+        x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float64)
+"""),
+        ("positions read from x.shape[1]: right for one batch dimension only", """
+def rope(x):
+    t, d = x.shape[1] if x.dim() > 2 else x.shape[0], x.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * theta
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+"""),
+    ],
+}
+
+for _id, _answers in _STATEMENT_ALLOWS.items():
+    WRONG.setdefault(_id, []).extend(_answers)

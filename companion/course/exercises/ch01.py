@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Mismatch, _allclose, call, expect_close, expect_gradient
+from ._core import Allows, Exercise, Mismatch, _allclose, call, expect_close, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -262,11 +262,14 @@ EXERCISES = (
               _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_half_precision,
               _softargmax_gradients,
               _softargmax_float64), softargmax,
-             forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin")),
+             forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin"),
+             allows=Allows(lambda randn: {"scores": randn(5), "beta": 2.0}, batched=("scores",), half=True,
+                    large={"scores": 50.0})),
     Exercise("ch01-hardargmax", "hard argmax (one-hot)", "hardargmax",
              (_hardargmax_small, _hardargmax_rows, _hardargmax_3d, _hardargmax_ties, _hardargmax_many_ties,
               _hardargmax_float64),
-             hardargmax),
+             hardargmax,
+             allows=Allows(lambda randn: {"scores": randn(5)}, batched=("scores",), half=True)),
     Exercise("ch01-soft-lookup", "a soft key-value lookup", "soft_lookup",
              (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_float64), soft_lookup),
     Exercise("ch01-self-attention", "parameter-free self-attention", "self_attention",

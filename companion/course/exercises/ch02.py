@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ._core import Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -142,9 +142,10 @@ def _cumsum(X):  # a running sum over the tokens: it knows their order
     return X.cumsum(dim=-2)
 
 
-def _gap(fn, f, X, perm, expected, case, hint, atol=None):
+def _gap(fn, f, X, perm, expected, case, hint, atol=None, dtype=None):
+    """``dtype``: the dtype of f's output (the result's, as the statement says); default X's."""
     got = call(fn, case, hint, f=f, X=X, perm=perm)
-    expect_close(got, torch.as_tensor(expected, dtype=X.dtype), case, hint, atol=atol)
+    expect_close(got, torch.as_tensor(expected, dtype=dtype or X.dtype), case, hint, atol=atol)
 
 
 def _gap_order_aware(fn):
@@ -205,6 +206,16 @@ def _gap_float64(fn):
     expected = (_cumsum(X[perm]) - _cumsum(X)[perm]).abs().max()  # 0.5, to float64's precision
     _gap(fn, _cumsum, X, perm, expected, "float64 X, f = running sum",
          "return a 0-dim tensor in X's dtype (no .item(), no float(...))")
+
+
+def _gap_dtype_of_f(fn):
+    X = torch.tensor([[0.5], [1.5], [-2.0]])  # float32
+    perm = torch.tensor([2, 0, 1])
+    f = lambda X: _cumsum(X.double())  # noqa: E731 - float32 in, float64 out
+    expected = (f(X[perm]) - f(X)[perm]).abs().max()
+    _gap(fn, f, X, perm, expected, "float32 X, f returns float64 (a running sum in float64)",
+         "the result is in the dtype of f's output, as the statement says: compute the difference of f's "
+         "outputs and do not convert it to X's dtype", dtype=torch.float64)
 
 
 # cross_attention --------------------------------------------------------------------
@@ -420,18 +431,24 @@ EXERCISES = (
               _one_gradients), attend_one),
     Exercise("ch02-equivariance-gap", "measure permutation equivariance", "equivariance_gap",
              (_gap_order_aware, _gap_sign, _gap_equivariant, _gap_batched, _gap_two_batch_dims, _gap_new_width,
-              _gap_float64),
+              _gap_float64, _gap_dtype_of_f),
              equivariance_gap),
     Exercise("ch02-cross-attention", "cross-attention with t_q != t_k, d_k != d_v", "cross_attention",
              (_cross_small, _cross_widths, _cross_same_length, _cross_one_query, _cross_batched,
-              _cross_batch_of_one, _cross_float64_gradients), cross_attention),
+              _cross_batch_of_one, _cross_float64_gradients), cross_attention,
+             allows=Allows(lambda randn: {"Y": randn(3, 4), "X": randn(5, 6), "W_q": randn(4, 2), "W_k": randn(6, 2),
+                                   "W_v": randn(6, 3)},
+                    batched=("Y", "X"), half=True, large={"Y": 20.0})),
     Exercise("ch02-lengths-to-mask", "a padding mask from lengths", "lengths_to_mask",
              (_mask_small, _mask_wider, _mask_empty_and_full, _mask_broadcasts, _mask_batch_of_one),
              lengths_to_mask),
     Exercise("ch02-masked-attention", "masked attention, fully masked rows included", "masked_attention",
              (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_low_scores,
               _masked_full_row, _masked_single_key_row, _masked_gradients, _masked_float64), masked_attention,
-             forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")),
+             forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
+             allows=Allows(lambda randn: {"Q": randn(3, 4), "K": randn(5, 4), "V": randn(5, 2),
+                                   "mask": randn(3, 5) > -0.5},
+                    batched=("Q", "K", "V", "mask"), half=True, large={"Q": 30.0})),
 )
 
 __all__ = ["EXERCISES", "attend_one", "equivariance_gap", "cross_attention", "lengths_to_mask",

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ._core import Exercise, Mismatch, call, draws, expect_close, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -223,12 +223,15 @@ EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
              (_var_by_hand, _var_many, _var_unbiased, _var_float64), dot_variance),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
-             (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients), scaled_scores),
+             (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients), scaled_scores,
+             allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
-              _entropy_float64), row_entropy),
+              _entropy_float64), row_entropy,
+             allows=Allows(lambda randn: {"A": torch.softmax(randn(6), -1)}, batched=("A",), half=True)),
     Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
-             (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale),
+             (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale,
+             allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
 )
 
 __all__ = ["EXERCISES", "dot_variance", "scaled_scores", "prescale", "row_entropy", "Mismatch"]

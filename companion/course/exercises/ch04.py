@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ._core import Exercise, Mismatch, call, draws, expect_close, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -300,7 +300,8 @@ EXERCISES = (
              forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")),
     Exercise("ch04-ablate-head", "remove one head before W_o", "ablate_head",
              (_ablate_by_hand, _ablate_width, _ablate_first, _ablate_2d, _ablate_unchanged, _ablate_float64_gradients),
-             ablate_head),
+             ablate_head,
+             allows=Allows(lambda randn: {"Z": randn(3, 8), "num_heads": 4, "head": 2}, batched=("Z",), half=True)),
 )
 
 __all__ = ["EXERCISES", "split_heads", "merge_heads", "multi_head_attention", "ablate_head", "Mismatch"]

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ._core import Exercise, Mismatch, call, draws, expect_close, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -234,7 +234,8 @@ EXERCISES = (
              shift_matrix, forbidden=("sinusoidal_shift",)),
     Exercise("ch05-rope", "rotary embeddings of queries or keys", "rope",
              (_rope_by_hand, _rope_batched, _rope_long, _rope_no_batch, _rope_float64_gradients),
-             rope, forbidden=("apply_rotary", "rotary_angles")),
+             rope, forbidden=("apply_rotary", "rotary_angles"),
+             allows=Allows(lambda randn: {"x": randn(5, 6)}, batched=("x",), half=True)),
 )
 
 __all__ = ["EXERCISES", "sinusoidal_table", "shift_matrix", "rope", "Mismatch"]

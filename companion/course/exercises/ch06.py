@@ -242,8 +242,8 @@ def _greedy_expected(model, src, bos_id, eos_id, pad_id, max_len):
     """Row by row, one token at a time, with plain Python lists."""
     rows = []
     for b in range(src.size(0)):
-        row = [bos_id]
-        while len(row) < max_len + 1 and row[-1] != eos_id:
+        row = [bos_id]  # the starting BOS is not a written EOS, even when bos_id == eos_id
+        while len(row) < max_len + 1 and (len(row) == 1 or row[-1] != eos_id):
             logits = model(src[b:b + 1], torch.tensor([row]))
             row.append(int(logits[0, -1].argmax()))
         rows.append(row)
@@ -303,6 +303,31 @@ def _greedy_ids(fn):
     _greedy(fn, _counter, torch.tensor([[5], [3]]), 6,
             "other special ids, BOS = 1, EOS = 7, PAD = 2: [BOS 5 6 EOS PAD PAD] and [BOS 3 4 5 6 EOS]",
             "use the bos_id, eos_id and pad_id arguments, not fixed numbers", eos_id=7, pad_id=2)
+
+
+def _bos_is_eos_model(src, prefix):
+    """GPT-2's convention, one id for BOS and EOS (here 2): position 0 is followed by the source's
+    first token, every other token t by t + 1, and 5 by EOS."""
+    _check_prefix(src, prefix)
+    first = (torch.arange(prefix.shape[1]) == 0)[None, :]  # (1, i): the starting BOS
+    nxt = torch.where(first, src[:, :1].expand_as(prefix), prefix + 1)
+    nxt = torch.where(~first & (prefix >= 5), torch.full_like(nxt, 2), nxt)
+    return _one_hot_logits(nxt)
+
+
+def _greedy_bos_is_eos(fn):
+    _greedy(fn, _bos_is_eos_model, torch.tensor([[3], [4]]), 6,
+            "bos_id == eos_id == 2, as in GPT-2: [BOS 3 4 5 EOS] and [BOS 4 5 EOS PAD]",
+            "the BOS that starts every row is not a written EOS: a row ends when the model writes eos_id, "
+            "so test the tokens you append, not the row's last token before the first step",
+            bos_id=2, eos_id=2, pad_id=0)
+
+
+def _greedy_max_len_zero(fn):
+    _greedy(fn, _counter, torch.tensor([[3], [5]]), 0,
+            "max_len = 0: no token after BOS, [[BOS], [BOS]]",
+            "generate at most max_len tokens: with max_len = 0 the loop body never runs (a loop that calls the "
+            "model before testing the count writes one token too many)")
 
 
 # conv_feed_forward ---------------------------------------------------------------
@@ -378,7 +403,8 @@ EXERCISES = (
              (_mask_by_hand, _mask_one, _mask_longer, _mask_new_queries, _mask_one_new_query),
              decoder_mask, forbidden=("causal_mask", "generate_square_subsequent_mask")),
     Exercise("ch06-greedy", "greedy decoding", "greedy",
-             (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids),
+             (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids,
+              _greedy_bos_is_eos, _greedy_max_len_zero),
              greedy, forbidden=("greedy_decode",)),
 )
 

@@ -21,7 +21,7 @@ def masked_mean(x, keep):
 def collate(sequences, max_len, pad_id=0):
     """Cut each id list to max_len, pad to the longest; return (tokens, keep)."""
     cut = [list(seq[:max_len]) for seq in sequences]
-    t = max(len(seq) for seq in cut)
+    t = max((len(seq) for seq in cut), default=0)  # an empty batch: t = 0
     tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)  # (batch, t)
     keep = torch.zeros(len(cut), t, dtype=torch.bool)  # (batch, t)
     for i, seq in enumerate(cut):
@@ -142,10 +142,32 @@ def _collate_batch_of_one(fn):
              "the result is still (batch, t) = (1, 2): no squeeze")
 
 
+def _collate_empty_sequence(fn):
+    _collate(fn, [[], [3, 4]], 5, 0, torch.tensor([[0, 0], [3, 4]]), torch.tensor([[False, False], [True, True]]),
+             "an empty sequence in the batch: its row is all padding",
+             "an empty sequence still gets a row, of pad_id, with keep all False; build the result with "
+             "torch.full(..., pad_id, dtype=torch.long) (torch.tensor of empty lists is float32)")
+
+
+def _collate_all_empty(fn):
+    _collate(fn, [[], []], 5, 0, torch.zeros(2, 0, dtype=torch.long), torch.zeros(2, 0, dtype=torch.bool),
+             "two empty sequences: t = 0, tokens and keep of shape (2, 0)",
+             "the longest cut sequence has length 0: return int64 and bool tensors of shape (2, 0), "
+             "not float32 ones (torch.tensor([[], []]) is float32)")
+
+
+def _collate_empty_batch(fn):
+    _collate(fn, [], 5, 0, torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0, dtype=torch.bool),
+             "an empty batch: no sequences, tokens and keep of shape (0, 0)",
+             "with no sequences, t = 0: max() of nothing raises, so give it a default "
+             "(max(lengths, default=0)), and return (0, 0) tensors of the right dtypes")
+
+
 EXERCISES = (
     Exercise("ch07-collate", "truncate, pad and mask a batch", "collate",
              (_collate_by_hand, _collate_truncates, _collate_pad_id, _collate_real_token_equal_to_pad_id,
-              _collate_keeps_the_order, _collate_batch_of_one), collate),
+              _collate_keeps_the_order, _collate_batch_of_one, _collate_empty_sequence, _collate_all_empty,
+              _collate_empty_batch), collate),
     Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
              (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_mask_not_a_prefix,
               _mean_float64, _mean_gradients), masked_mean),

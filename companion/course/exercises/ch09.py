@@ -57,8 +57,9 @@ def layer_weights(checkpoint, i):
 def sentence_vectors(hidden, attention_mask):
     """hidden (batch, t, d); attention_mask int or bool (batch, t), 1 = real token.
     -> (batch, d): the mean over each sentence's real tokens, L2-normalised."""
-    keep = attention_mask[..., None].to(hidden.dtype)        # (batch, t, 1)
-    mean = (hidden * keep).sum(dim=1) / keep.sum(dim=1)      # (batch, d)
+    keep = attention_mask[..., None].bool()                  # (batch, t, 1)
+    real = torch.where(keep, hidden, 0.0)                    # padding -> 0, whatever it held
+    mean = real.sum(dim=1) / keep.sum(dim=1).to(hidden.dtype)  # (batch, d)
     return mean / mean.norm(dim=-1, keepdim=True)
 
 
@@ -272,24 +273,35 @@ def _vectors_padding(fn):
     hidden[1, 2:] = -50.0
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 1]])
     _vectors(fn, hidden, mask, "a padded batch: 3, 2 and 5 real tokens, padding holding large vectors",
-             "average only where attention_mask is 1: multiply by the mask, sum over the tokens (dim=1) and divide "
-             "by each sentence's count; the padded vectors must not enter the sum")
+             "average only where attention_mask is 1: select the real tokens (torch.where, or multiply by the "
+             "mask), sum over the tokens (dim=1) and divide by each sentence's count; the padded vectors must not "
+             "enter the sum")
+
+
+def _vectors_inf_padding(fn):
+    hidden = draws(106)(2, 4, 3)
+    hidden[0, 2:] = float("inf")  # "padding may hold any values": inf and NaN too
+    hidden[1, 3] = float("nan")
+    _vectors(fn, hidden, torch.tensor([[1, 1, 0, 0], [1, 1, 1, 0]]),
+             "padding holding inf and NaN (the statement: padding may hold any values)",
+             "multiplying by the mask is not enough: inf * 0 and NaN * 0 are NaN. Select the real tokens with "
+             "torch.where(mask, hidden, 0) (or masked_fill) before summing")
 
 
 def _vectors_left_padding(fn):
     hidden = draws(105)(2, 4, 3)
     hidden[0, :2] = 40.0  # padding on the LEFT, as some tokenizers put it
     _vectors(fn, hidden, torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]]), "padding on the left: mask [0, 0, 1, 1]",
-             "use the mask itself to choose the real tokens (hidden * mask), not a count of them: padding is not "
-             "always at the end")
+             "use the mask itself to choose the real tokens, not a count of them: padding is not always at the "
+             "end")
 
 
 def _vectors_bool(fn):
     hidden = draws(102)(2, 4, 3)
     _vectors(fn, hidden, torch.tensor([[True, True, True, False], [True, False, False, False]]),
              "a bool mask, one sentence of a single token",
-             "convert the mask to hidden's dtype before multiplying (mask.to(hidden.dtype)); a sentence of one "
-             "token is that token's vector, normalised")
+             "a bool mask selects as an int one does (torch.where, or mask.to(hidden.dtype) to count); a "
+             "sentence of one token is that token's vector, normalised")
 
 
 def _vectors_float64_gradients(fn):
@@ -308,7 +320,8 @@ EXERCISES = (
              (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients),
              bert_embed, forbidden=("BertEncoder", "load_pretrained")),
     Exercise("ch09-sentence-vectors", "sentence vectors by mean pooling", "sentence_vectors",
-             (_vectors_one, _vectors_padding, _vectors_left_padding, _vectors_bool, _vectors_float64_gradients),
+             (_vectors_one, _vectors_padding, _vectors_left_padding, _vectors_bool, _vectors_inf_padding,
+              _vectors_float64_gradients),
              sentence_vectors, forbidden=("mean_pool", "sentence_embedding")),
 )
 
