@@ -3,7 +3,7 @@
 #   make test      set-up, then every test: package, grader, notebooks (nbval), site build, browser
 #   make lab       JupyterLab on the chapter notebooks, to work through them locally
 #   make grade NOTEBOOKS=<folder>   grade a learner's notebooks (a table, a score; exit 0 all passed,
-#                 1 some failed, 2 the grader could not run)
+#                 1 some failed, 2 the grader could not run); CHAPTER=3 grades chapter 3 only
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
@@ -90,7 +90,7 @@ chromium:
 	fi
 
 grade: $(STAMP)
-	$(PY) -m companion.course.grading $(NOTEBOOKS)
+	$(PY) -m companion.course.grading $(NOTEBOOKS) $(if $(CHAPTER),$(foreach c,$(CHAPTER),--chapter $(c)))
 
 execute: $(STAMP) $(HUB)
 	$(PY) tools/execute_notebooks.py chapters/*.ipynb

@@ -438,7 +438,7 @@ def test_an_unreadable_notebook_is_reported_and_the_rest_graded(tmp_path, capsys
     assert "broken.ipynb" in report.problems and "not a readable notebook" in report.problems["broken.ipynb"]
     # every exercise passed: the unreadable extra notebook is reported, and the grade still passes
     full = type(solved_report)(solved_report.results, {**solved_report.problems, **report.problems})
-    monkeypatch.setattr(grading, "grade_folder", lambda folder, timeout: full)
+    monkeypatch.setattr(grading, "grade_folder", lambda folder, timeout, chapters=None: full)
     assert main([str(folder)]) == EXIT_PASSED
     assert "broken.ipynb: not a readable notebook" in capsys.readouterr().out
 
@@ -467,12 +467,25 @@ def test_exit_codes_tell_pass_fail_and_grader_error_apart(tmp_path, capsys, solv
     assert main([str(one_chapter)]) == EXIT_FAILED
     assert f"score: {len(in_chapters('01'))}/{len(EXERCISES)}" in capsys.readouterr().out
     reports = {str(solved_folder): solved_report, str(CHAPTERS): stubs_report}  # the folders graded once
-    monkeypatch.setattr(grading, "grade_folder", lambda folder, timeout: reports[str(folder)])
+    monkeypatch.setattr(grading, "grade_folder", lambda folder, timeout, chapters=None: reports[str(folder)])
     assert main([str(solved_folder)]) == EXIT_PASSED
     assert f"score: {len(EXERCISES)}/{len(EXERCISES)}" in capsys.readouterr().out
     assert main([str(CHAPTERS), "--json"]) == EXIT_FAILED
     report = json.loads(capsys.readouterr().out)
     assert report["score"] == 0 and report["max_score"] == len(EXERCISES) and report["problems"] == {}
+
+
+def test_one_chapter_is_graded_without_rows_for_the_others(tmp_path, capsys):
+    one_chapter = learner_folder(tmp_path, solved(), chapters=("01",))
+    assert main([str(one_chapter), "--chapter", "1"]) == EXIT_PASSED  # graded for real: 4 exercises
+    out = capsys.readouterr().out
+    assert f"score: {len(in_chapters('01'))}/{len(in_chapters('01'))}" in out and "ch02-" not in out
+    assert main([str(one_chapter), "--chapter", "ch01", "--chapter", "02", "--json"]) == EXIT_FAILED
+    report = json.loads(capsys.readouterr().out)
+    assert report["max_score"] == len(in_chapters("01")) + len(in_chapters("02"))
+    with pytest.raises(SystemExit) as exited:
+        main([str(one_chapter), "--chapter", "10"])
+    assert exited.value.code == 2 and "no exercises in ch10" in capsys.readouterr().err
 
 
 def test_plain_pytest_grading_for_classroom(tmp_path, solved_folder):
@@ -486,6 +499,9 @@ def test_plain_pytest_grading_for_classroom(tmp_path, solved_folder):
     assert ok.returncode == 0 and f"{len(EXERCISES) + 1} passed" in ok.stdout, ok.stdout
     failed = subprocess.run(command, env={**env, "NOTEBOOKS": str(stubs)}, capture_output=True, text=True, cwd=ROOT)
     assert failed.returncode == 1 and f"{len(EXERCISES)} failed" in failed.stdout, failed.stdout
+    one = subprocess.run(command, env={**env, "NOTEBOOKS": str(stubs), "CHAPTER": "1"}, capture_output=True,
+                         text=True, cwd=ROOT)
+    assert one.returncode == 1 and f"{len(in_chapters('01'))} failed, 1 passed" in one.stdout, one.stdout
 
 
 def test_show_source_names_the_package_file_even_through_a_decorator(capsys):

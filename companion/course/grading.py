@@ -192,12 +192,19 @@ def _worker() -> None:
     channel.close()
 
 
-def grade_folder(folder: str | os.PathLike, timeout: float = 60.0) -> Report:
+def grade_folder(folder: str | os.PathLike, timeout: float = 60.0, chapters: list[str] | None = None) -> Report:
     """Grade every known exercise against the notebooks under ``folder``.
+
+    Args:
+        folder: the folder holding the learner's chapter notebooks.
+        timeout: seconds allowed per exercise.
+        chapters: grade only these chapters' exercises (``["ch03"]`` or ``["3"]``); ``None``: all.
 
     Raises:
         FileNotFoundError: ``folder`` is not a folder, or holds no notebook.
+        ValueError: a chapter that has no exercises.
     """
+    wanted = _exercise_ids(chapters)
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {folder!s}; pass the folder that holds the chapter notebooks")
@@ -226,8 +233,30 @@ def grade_folder(folder: str | os.PathLike, timeout: float = 60.0) -> Report:
         return _grade_cell(exercise_id, found[0], timeout)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one process per exercise
-        results = list(pool.map(grade, EXERCISES))
+        results = list(pool.map(grade, wanted))
+    if chapters is not None:  # the other chapters' cells are not this grading's business
+        problems = {where: why for where, why in problems.items()
+                    if not any(f"exercise_id {other!r}" in why for other in EXERCISES if other not in wanted)}
     return Report(results, problems)
+
+
+def _chapter_id(text: str) -> str:
+    """``"3"``, ``"03"`` or ``"ch03"`` -> ``"ch03"``."""
+    number = text.lower().removeprefix("ch")
+    if not number.isdigit():
+        raise ValueError(f"a chapter is a number such as 3 or ch03, got {text!r}")
+    return f"ch{int(number):02d}"
+
+
+def _exercise_ids(chapters: list[str] | None) -> list[str]:
+    if chapters is None:
+        return list(EXERCISES)
+    ids = [_chapter_id(c) for c in chapters]
+    known = sorted({e.split("-", 1)[0] for e in EXERCISES})
+    unknown = [c for c in ids if c not in known]
+    if unknown:
+        raise ValueError(f"no exercises in {', '.join(unknown)}; the chapters with exercises: {', '.join(known)}")
+    return [e for e in EXERCISES if e.split("-", 1)[0] in ids]
 
 
 def _positive_seconds(text: str) -> float:
@@ -244,15 +273,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--timeout", type=_positive_seconds, default=60.0,
                         help="seconds allowed per exercise (default 60)")
+    parser.add_argument("--chapter", action="append", metavar="N",
+                        help="grade only chapter N's exercises (3 or ch03); repeat for several")
     args = parser.parse_args(argv)
     if args.folder is None:
         parser.error("give the folder that holds the chapter notebooks, e.g. chapters/")
     try:
-        report = grade_folder(args.folder, timeout=args.timeout)
+        _exercise_ids(args.chapter)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        report = grade_folder(args.folder, timeout=args.timeout, chapters=args.chapter)
     except FileNotFoundError as error:
         print(f"grader error: {error}", file=sys.stderr)
         if args.json:
-            print(json.dumps({"error": str(error), "score": 0, "max_score": len(EXERCISES), "results": []}))
+            print(json.dumps({"error": str(error), "score": 0, "max_score": len(_exercise_ids(args.chapter)),
+                              "results": []}))
         return EXIT_GRADER_ERROR
     results = report.results
     if args.json:
