@@ -39,7 +39,7 @@ from .interop import copy_weights, torch_state_dict
 from .models import (fit, FitLog, warmup_cosine, POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
                      train_retriever, train_two_relations, train_which_first, two_relations_accuracy,
                      which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match, TransformerLM, generate,
-                     train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram, BertConfig, BertEncoder,
+                     train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram, KneserNeyLM, fit_kneser_ney, BertConfig, BertEncoder,
                      BertOutput, MINILM_ID, load_pretrained, checkpoint_folder, minilm_path, read_checkpoint, layer_state_dict,
                      encode_sentences, mean_pool, sentence_embedding)
 from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
@@ -126,6 +126,8 @@ __all__ = [
     "random_windows",
     "NGramLM",
     "fit_ngram",
+    "KneserNeyLM",
+    "fit_kneser_ney",
     "CharVocab",
     "reviews_to_text",
     # chapter 9: a pretrained Transformer (the optional libraries: the extra [pretrained])

@@ -28,7 +28,7 @@ from .two_relations import TwoRelations, train_two_relations, two_relations_accu
 from .rnn_seq2seq import GRUSeq2Seq
 from .seq2seq import exact_match, train_seq2seq, translate
 from .language_model import TransformerLM, evaluate_bits_per_char, generate, train_language_model
-from .ngram_lm import NGramLM, fit_ngram
+from .ngram_lm import KneserNeyLM, NGramLM, fit_kneser_ney, fit_ngram
 from .bert import BertConfig, BertEncoder, BertOutput
 from .checkpoint import MINILM_ID, checkpoint_folder, minilm_path, read_checkpoint
 from .pretrained import layer_state_dict, load_pretrained
@@ -38,6 +38,6 @@ from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_a
 __all__ = ["fit", "FitLog", "warmup_cosine", "TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
            "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
            "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match", "TransformerLM", "generate",
-           "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram",
+           "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram", "KneserNeyLM", "fit_kneser_ney",
            "BertConfig", "BertEncoder", "BertOutput", "MINILM_ID", "load_pretrained", "checkpoint_folder", "minilm_path", "read_checkpoint",
            "layer_state_dict", "encode_sentences", "mean_pool", "sentence_embedding"]

@@ -1,4 +1,5 @@
-"""Counting baselines for chapter 8: n-gram language models with add-k smoothing.
+"""Counting baselines for chapter 8: n-gram language models with add-k smoothing and with
+interpolated Kneser-Ney smoothing, the strongest of the classic counting models.
 
 An n-gram model predicts a token from the ``n - 1`` tokens before it, by counting how often
 each continuation followed that context in the training text::
@@ -23,7 +24,7 @@ import torch
 
 from .._checks import check_positive_int
 
-__all__ = ["NGramLM", "fit_ngram"]
+__all__ = ["NGramLM", "fit_ngram", "KneserNeyLM", "fit_kneser_ney"]
 
 
 def _as_ids(name: str, ids, vocab_size: int) -> np.ndarray:
@@ -113,3 +114,141 @@ def fit_ngram(n: int, train_ids, valid_ids, vocab_size: int, ks: Sequence[float]
         scores[k] = model.bits_per_char(valid_ids)
     model.k = float(min(scores, key=scores.get))
     return model, scores
+
+
+class KneserNeyLM:
+    """A character (or any token) n-gram model with interpolated Kneser-Ney smoothing (chapter 8).
+
+    Add-k gives an unseen continuation the same tiny share whatever the context. Kneser-Ney
+    instead takes a fixed *discount* ``D`` off every seen count and gives the freed mass to the
+    next shorter context, recursively down to the uniform distribution::
+
+        p_m(x | c) = (max(N_m(c x) - D_m(N_m(c x)), 0) + gamma_m(c) p_(m-1)(x | c')) / N_m(c .)
+
+    where ``c'`` is ``c`` without its oldest token, ``N_m(c .) = sum_x N_m(c x)`` and
+    ``gamma_m(c) = sum_x D_m(N_m(c x))`` is exactly the mass taken off, so every distribution
+    sums to 1; a context never seen (``N_m(c .) = 0``) uses ``p_(m-1)`` alone, and
+    ``p_0 = 1 / V``. At the highest order ``N_n`` is the count of the n-gram; at lower orders
+    it is the *continuation count*, the number of different tokens seen before it: a character
+    that follows many contexts (a space) is a better guess for a new context than one that is
+    frequent after a single context (the ``k`` of ``ok``, say). This is the interpolated
+    Kneser-Ney of Chen and Goodman (1999).
+
+    Args:
+        n: the order: each token is predicted from the ``n - 1`` before it.
+        vocab_size: number of token ids ``V``.
+        discount: ``None`` for *modified* Kneser-Ney, three discounts per order (for counts 1,
+            2 and 3 or more) estimated from the counts of counts as Chen and Goodman do; or one
+            number in ``(0, 1]`` used for every count and order.
+        start_id: the id the context is padded with before the first token.
+    """
+
+    def __init__(self, n: int, vocab_size: int, discount: float | None = None, start_id: int = 0) -> None:
+        check_positive_int("n", n)
+        check_positive_int("vocab_size", vocab_size)
+        if discount is not None and not (isinstance(discount, (int, float)) and not isinstance(discount, bool)
+                                         and 0 < discount <= 1):
+            raise ValueError(f"discount must be None (modified Kneser-Ney) or a number in (0, 1], got {discount!r}")
+        if vocab_size ** n >= 2 ** 62:
+            raise ValueError(f"vocab_size ** n = {vocab_size}^{n} does not fit the int64 keys; use a smaller n")
+        if not 0 <= start_id < vocab_size:
+            raise ValueError(f"start_id must be a token id in [0, {vocab_size}), got {start_id}")
+        self.n, self.vocab_size, self.discount, self.start_id = n, vocab_size, discount, start_id
+        self._orders = None  # per order m = 1..n: the tables below
+
+    def _ngram_keys(self, ids: np.ndarray) -> np.ndarray:
+        """The key of the n-gram ending at every position (the m-gram's key is this one mod V^m)."""
+        return NGramLM._ngram_keys(self, ids)
+
+    def _discounts(self, counts: np.ndarray) -> np.ndarray:
+        """``[0, D1, D2, D3+]`` for one order, from its counts (Chen and Goodman's estimates)."""
+        if self.discount is not None:
+            return np.array([0.0, self.discount, self.discount, self.discount])
+        n_r = [int(np.sum(counts == r)) for r in (1, 2, 3, 4)]
+        if min(n_r) == 0:  # too little data for the estimates: one discount, as the plain method
+            return np.array([0.0, 0.75, 0.75, 0.75])
+        y = n_r[0] / (n_r[0] + 2 * n_r[1])
+        d = [r - (r + 1) * y * n_r[r] / n_r[r - 1] for r in (1, 2, 3)]
+        # an estimate at or below 0 (odd counts of counts in little data) would leave a context no
+        # mass for the shorter ones, and its unseen continuations probability 0: keep it above 0
+        return np.array([0.0] + [float(np.clip(d_r, 0.05, r)) for r, d_r in zip((1, 2, 3), d)])
+
+    def fit(self, ids) -> KneserNeyLM:
+        """Count every order's n-grams (raw at the top, continuation counts below) in ``ids``."""
+        keys = self._ngram_keys(_as_ids("ids", ids, self.vocab_size))
+        V = self.vocab_size
+        grams, counts = np.unique(keys, return_counts=True)  # order n: raw counts
+        orders = {}
+        for m in range(self.n, 0, -1):
+            if m < self.n:  # continuation counts: how many different tokens precede each m-gram
+                grams, counts = np.unique(orders[m + 1]["grams"] % V ** m, return_counts=True)
+            discounts = self._discounts(counts)
+            contexts, first = np.unique(grams // V, return_index=True)  # grams are sorted: groups are runs
+            level = np.minimum(counts, 3)  # 1, 2 or 3 (3 or more)
+            orders[m] = {"grams": grams, "counts": counts, "discounts": discounts, "contexts": contexts,
+                         "totals": np.add.reduceat(counts, first),  # N_m(c .)
+                         "gammas": np.add.reduceat(discounts[level], first)}  # the mass taken off
+        self._orders = orders
+        return self
+
+    def log2_probs(self, ids) -> np.ndarray:
+        """``log2 p(ids[i] | the n - 1 ids before it)`` for every ``i >= 1``: ``(len(ids) - 1,)``."""
+        if self._orders is None:
+            raise ValueError("the model has no counts yet: call fit(train_ids) first")
+        keys = self._ngram_keys(_as_ids("ids", ids, self.vocab_size))[1:]
+        return np.log2(self._probs(keys))
+
+    def _probs(self, keys: np.ndarray) -> np.ndarray:
+        """``p(x | c)`` for n-gram keys ``(c, x)``, built up from the uniform distribution."""
+        V = self.vocab_size
+        p = np.full(len(keys), 1.0 / V)  # p_0
+        for m in range(1, self.n + 1):
+            t = self._orders[m]
+            grams = keys % V ** m
+            count = NGramLM._lookup(t["grams"], t["counts"], grams)
+            where = np.searchsorted(t["contexts"], grams // V).clip(max=len(t["contexts"]) - 1)
+            seen = t["contexts"][where] == grams // V
+            total = np.where(seen, t["totals"][where], 0)
+            gamma = np.where(seen, t["gammas"][where], 0.0)
+            discounted = np.maximum(count - t["discounts"][np.minimum(count, 3)], 0.0)
+            p = np.where(total > 0, (discounted + gamma * p) / np.maximum(total, 1), p)
+        return p
+
+    def next_probs(self, context) -> np.ndarray:
+        """The distribution of the next token after ``context`` (its last ``n - 1`` ids count): ``(V,)``."""
+        ids = _as_ids("context", context, self.vocab_size)
+        if self._orders is None:
+            raise ValueError("the model has no counts yet: call fit(train_ids) first")
+        padded = np.concatenate([np.full(self.n - 1, self.start_id, dtype=np.int64), ids])[-(self.n - 1):] \
+            if self.n > 1 else np.zeros(0, dtype=np.int64)
+        key = 0
+        for token in padded:
+            key = key * self.vocab_size + int(token)
+        return self._probs(key * self.vocab_size + np.arange(self.vocab_size, dtype=np.int64))
+
+    def bits_per_char(self, ids) -> float:
+        """Mean ``-log2 p`` over ``ids[1:]``, the same tokens :func:`companion.evaluate_bits_per_char` scores."""
+        return float(-self.log2_probs(ids).mean())
+
+    def __repr__(self) -> str:
+        kind = "modified" if self.discount is None else f"discount={self.discount}"
+        return f"KneserNeyLM(n={self.n}, vocab_size={self.vocab_size}, {kind})"
+
+
+def fit_kneser_ney(n: int, train_ids, valid_ids, vocab_size: int,
+                   discounts: Sequence[float | None] = (None, 0.6, 0.75, 0.9, 1.0),
+                   start_id: int = 0) -> tuple[KneserNeyLM, dict]:
+    """Count once, then pick the discount (``None``: modified Kneser-Ney's estimates) with the
+    lowest bits per char on ``valid_ids`` (chapter 8).
+
+    Returns:
+        ``(model, scores)``: the model with the best discount and ``{discount: validation bits per char}``.
+    """
+    model = KneserNeyLM(n, vocab_size, discounts[0], start_id).fit(train_ids)
+    scores = {}
+    for discount in discounts:
+        if discount != model.discount:
+            model = KneserNeyLM(n, vocab_size, discount, start_id).fit(train_ids)
+        scores[discount] = model.bits_per_char(valid_ids)
+    best = min(scores, key=scores.get)
+    return (model if model.discount == best else KneserNeyLM(n, vocab_size, best, start_id).fit(train_ids)), scores
