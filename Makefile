@@ -7,6 +7,7 @@
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
+#                 make bench-lm: chapter 8's n-grams (add-k, Kneser-Ney) against its Transformer;
 #                 make bench-ablation: its ablation table (about 30 min on 2 cores)
 # Set-up makes .venv (Python >= 3.11) with pinned versions (constraints.txt, torch's own
 # dependencies included) and torch==2.13.0, the CPU build of the course machines. For another
@@ -21,7 +22,7 @@ PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 SITE      := _build/html
 
-.PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation clean
+.PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation bench-lm clean
 
 # Python >= 3.11, as pyproject.toml claims: the pins in constraints.txt (ipython 9, ...) need it.
 $(STAMP): pyproject.toml constraints.txt
@@ -113,6 +114,10 @@ bench-imdb: $(STAMP)
 
 bench-ablation: $(STAMP)
 	$(PY) benchmarks/imdb.py --ablation
+
+# chapter 8's race on one split: add-k and Kneser-Ney n-grams, n = 1..8, and the chapter's Transformer
+bench-lm: $(STAMP)
+	$(PY) benchmarks/char_lm.py
 
 clean:
 	rm -rf $(VENV) _build .pytest_cache .hypothesis companion.egg-info .cache
