@@ -2,7 +2,7 @@
 
 - :mod:`companion.data.imdb`: the IMDB reviews (chapter 7), downloaded, checked and cached.
 - :mod:`companion.data.text`: tokenizer, vocabulary and padding of id sequences.
-- :mod:`companion.data.ngrams`: the frequent word-pair (bigram) table.
+- :mod:`companion.data.word_pairs`: the frequent word-pair (bigram) table of chapter 7 (not a language model: those are :mod:`companion.models.ngram_lm`).
 - :mod:`companion.data.retrieval`: find the key a query was copied from (chapter 3).
 - :mod:`companion.data.two_relations`: read the left neighbour and a marked token at once (chapter 4).
 - :mod:`companion.data.which_first`: which of two markers comes first, a task only order solves (chapter 5).
@@ -11,7 +11,7 @@
 """
 
 from .imdb import load_imdb, read_imdb
-from .ngrams import count_bigrams
+from .word_pairs import count_bigrams
 from .retrieval import random_rotation, retrieval_batch
 from .two_relations import two_relations_batch
 from .which_first import which_first_batch

@@ -14,7 +14,7 @@ import torch
 
 from .classifier import TransformerClassifier
 from ..data.imdb import Split
-from ..data.ngrams import count_bigrams
+from ..data.word_pairs import count_bigrams
 from ..data.text import Vocab, tokenize
 from .training import History, train_classifier
 
