@@ -2364,3 +2364,70 @@ def rope(x):
 
 for _id, _answers in _STATEMENT_ALLOWS.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# Wrong answers that a fresh trial (written from the statements alone) found passing before
+# the checks below were added: issue #32.
+_FRESH_TRIAL = {
+    "ch08-temperature": [
+        ("one_hot(...).float() at T = 0: float16 becomes float32", """
+def temperature_probs(logits, temperature, top_k=None):
+    x = logits
+    if top_k is not None:
+        kth = x.topk(top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(x.argmax(-1), x.shape[-1]).float()
+    return torch.softmax(x / temperature, dim=-1)
+"""),
+        ("dropped logits set to -1e4, not -inf", """
+def temperature_probs(logits, temperature, top_k=None):
+    x = logits
+    if top_k is not None:
+        kth = x.topk(top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, -1e4)
+    if temperature == 0:
+        return torch.zeros_like(x).scatter(-1, x.argmax(-1, keepdim=True), 1.0)
+    return torch.softmax(x / temperature, dim=-1)
+"""),
+    ],
+    "ch02-masked-attention": [
+        ("fill with -1e4, then multiply by the mask", """
+def masked_attention(Q, K, V, mask):
+    S = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~mask, -1e4)
+    return (torch.softmax(S, -1) * mask) @ V
+"""),
+    ],
+    "ch06-greedy": [
+        ("stops when the last column is all EOS or PAD", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        nxt = model(src, out)[:, -1].argmax(-1)
+        nxt = torch.where(done, pad_id, nxt)
+        out = torch.cat([out, nxt[:, None]], 1)
+        done = done | (nxt == eos_id)
+        if ((nxt == eos_id) | (nxt == pad_id)).all():
+            break
+    return out
+"""),
+    ],
+    "ch03-row-entropy": [
+        ("an epsilon inside the log", """
+def row_entropy(A):
+    return -(A * torch.log(A + 1e-9)).sum(-1)
+"""),
+    ],
+    "ch04-ablate-head": [
+        ("multiplies by a 0/1 mask in Z's dtype: inf * 0 is NaN", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    keep = torch.ones(Z.shape[-1], dtype=Z.dtype)
+    keep[head * d_k:(head + 1) * d_k] = 0
+    return Z * keep
+"""),
+    ],
+}
+for _id, _answers in _FRESH_TRIAL.items():
+    WRONG.setdefault(_id, []).extend(_answers)

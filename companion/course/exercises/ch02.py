@@ -425,6 +425,16 @@ def _masked_float64(fn):
             "compute in the inputs' dtype all the way; the mask broadcasts to (..., t_q, t_k)")
 
 
+
+def _masked_far_below(fn):
+    Q, K, V = torch.tensor([[100.0, 100.0]]), torch.tensor([[-150.0, -150.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0], [5.0, 6.0]])
+    _masked(fn, Q, K, V, torch.tensor([[True, False]]),
+            "the allowed key scores about -21,213, the masked one +141",
+            "a masked key must get weight exactly 0 whatever the allowed scores are: fill with -inf (or "
+            "torch.finfo(dtype).min), not -1e4, which is larger than -21,213 here; and a query with an allowed key "
+            "must not lose it")
+
+
 EXERCISES = (
     Exercise("ch02-attend-one", "self-attention for one query, step by step", "attend_one",
              (_one_small, _one_last_token, _one_widths, _one_single_token, _one_large_scores, _one_float64,
@@ -444,7 +454,8 @@ EXERCISES = (
              lengths_to_mask),
     Exercise("ch02-masked-attention", "masked attention, fully masked rows included", "masked_attention",
              (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_low_scores,
-              _masked_full_row, _masked_single_key_row, _masked_gradients, _masked_float64), masked_attention,
+              _masked_full_row, _masked_single_key_row, _masked_gradients, _masked_float64, _masked_far_below),
+             masked_attention,
              forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
              allows=Allows(lambda randn: {"Q": randn(3, 4), "K": randn(5, 4), "V": randn(5, 2),
                                    "mask": randn(3, 5) > -0.5},

@@ -219,6 +219,16 @@ def _entropy_float64(fn):
              "compute in the input's dtype, and add no epsilon inside the log (it shifts float64 results)")
 
 
+def _entropy_zeros_half_and_double(fn):
+    hint = ("a weight of exactly 0 contributes exactly 0: select it away (torch.where(A > 0, ...) or "
+            "torch.special.xlogy(A, A)); an epsilon inside the log is 0 in float16 (log 0 = -inf) and shifts float64")
+    A = torch.tensor([[0.0, 1.0], [0.5, 0.5]], dtype=torch.float16)
+    _entropy(fn, A, torch.tensor([0.0, math.log(2)], dtype=torch.float16), "float16 rows [0, 1] and [0.5, 0.5]", hint)
+    A = torch.tensor([[0.0, 1.0], [0.25, 0.75]], dtype=torch.float64)
+    expected = torch.tensor([0.0, -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))], dtype=torch.float64)
+    _entropy(fn, A, expected, "float64 rows [0, 1] and [0.25, 0.75]: the first is exactly 0", hint)
+
+
 EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
              (_var_by_hand, _var_many, _var_unbiased, _var_float64), dot_variance),
@@ -227,7 +237,7 @@ EXERCISES = (
              allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
-              _entropy_float64), row_entropy,
+              _entropy_float64, _entropy_zeros_half_and_double), row_entropy,
              allows=Allows(lambda randn: {"A": torch.softmax(randn(6), -1)}, batched=("A",), half=True)),
     Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
              (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale,

@@ -48,9 +48,9 @@ def ablate_head(Z, num_heads, head):
     """Z (..., d_model): the heads side by side, before W_o -> a copy with
     head `head`'s d_k columns set to zero."""
     d_k = Z.shape[-1] // num_heads
-    keep = torch.ones(Z.shape[-1], dtype=Z.dtype, device=Z.device)
-    keep[head * d_k:(head + 1) * d_k] = 0.0
-    return Z * keep                                # a new tensor; Z is unchanged
+    out = Z.clone()                                # a new tensor; Z is unchanged
+    out[..., head * d_k:(head + 1) * d_k] = 0.0    # exactly 0, whatever the head held
+    return out
 
 
 # --- checks -----------------------------------------------------------------------
@@ -287,6 +287,14 @@ def _ablate_float64_gradients(fn):
     expect_gradient(_ablate(fn, Z, 3, 1, case, hint), case, hint)
 
 
+
+def _ablate_non_finite(fn):
+    Z = torch.tensor([[1.0, 2.0, float("inf"), float("nan")]])
+    _ablate(fn, Z, 2, 1, "head 1 holds inf and NaN (a float16 head that overflowed): its block becomes 0",
+            "the removed head's block must be exactly 0 whatever it held: assign zeros (or torch.where), do not "
+            "multiply by a 0/1 mask (inf * 0 and NaN * 0 are NaN)")
+
+
 EXERCISES = (
     Exercise("ch04-split-heads", "(batch, t, d_model) -> (batch, h, t, d_k)", "split_heads",
              (_split_by_hand, _split_shapes, _split_one_head, _split_many_heads, _split_float64_gradients),
@@ -299,7 +307,8 @@ EXERCISES = (
              multi_head_attention,
              forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")),
     Exercise("ch04-ablate-head", "remove one head before W_o", "ablate_head",
-             (_ablate_by_hand, _ablate_width, _ablate_first, _ablate_2d, _ablate_unchanged, _ablate_float64_gradients),
+             (_ablate_by_hand, _ablate_width, _ablate_first, _ablate_2d, _ablate_unchanged, _ablate_float64_gradients,
+              _ablate_non_finite),
              ablate_head,
              allows=Allows(lambda randn: {"Z": randn(3, 8), "num_heads": 4, "head": 2}, batched=("Z",), half=True)),
 )

@@ -330,6 +330,20 @@ def _greedy_max_len_zero(fn):
             "model before testing the count writes one token too many)")
 
 
+def _pad_writer(src, prefix):
+    """Writes 3, then 0 (the pad id, here a real token), then 4, then EOS, whatever the source."""
+    _check_prefix(src, prefix)
+    plan = torch.tensor([3, 0, 4] + [2] * _VOCAB)
+    return _one_hot_logits(plan[:prefix.shape[1]].expand_as(prefix))
+
+
+def _greedy_pad_as_a_token(fn):
+    _greedy(fn, _pad_writer, torch.tensor([[5]]), 10,
+            "a model whose greedy tokens are 3, 0 (= pad_id), 4, EOS: [BOS 3 0 4 EOS]",
+            "a row ends only when it writes eos_id; a token equal to pad_id written by the model is a real "
+            "token (keep a bool 'done' per row, do not infer it from the tokens)")
+
+
 # conv_feed_forward ---------------------------------------------------------------
 
 
@@ -404,7 +418,7 @@ EXERCISES = (
              decoder_mask, forbidden=("causal_mask", "generate_square_subsequent_mask")),
     Exercise("ch06-greedy", "greedy decoding", "greedy",
              (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids,
-              _greedy_bos_is_eos, _greedy_max_len_zero),
+              _greedy_bos_is_eos, _greedy_max_len_zero, _greedy_pad_as_a_token),
              greedy, forbidden=("greedy_decode",)),
 )
 

@@ -195,6 +195,22 @@ def _probs_no_top_k(fn):
     _probs(fn, logits, 1.3, None, "top_k = None keeps every character", "None means no filtering")
     _probs(fn, logits, 1.3, 7, "top_k = vocab keeps every character", "k as large as the vocabulary filters nothing")
 
+def _probs_half_precision(fn):
+    logits = torch.tensor([[0.5, 2.0, 1.0], [3.0, -1.0, 2.5]])
+    hint = ("return the logits' dtype in every branch: F.one_hot(...).float() and torch.zeros(...) are float32; "
+            "build with torch.zeros_like(logits) or .to(logits.dtype)")
+    for dtype in (torch.float16, torch.bfloat16):
+        for T, top_k in ((0, None), (0, 2), (1.0, 2)):
+            _probs(fn, logits.to(dtype), T, top_k, f"{dtype} logits, T = {T}, top_k = {top_k}", hint)
+
+
+def _probs_dropped_stay_dropped(fn):
+    hint = ("give the logits below the k-th -inf (float('-inf')), not a large negative number: -1e4 can be larger "
+            "than the kept logits, and -1e4 / T is no longer small at a large T")
+    _probs(fn, torch.tensor([[-20000.0, -30000.0, -25000.0]]), 1.0, 1, "top_k = 1 with logits far below -10,000", hint)
+    _probs(fn, torch.tensor([[0.0, 1.0, 2.0]]), 1e4, 1, "top_k = 1 at T = 10,000", hint)
+
+
 
 def _probs_confident(fn):
     _probs(fn, torch.tensor([[1000.0, 999.0, 0.0]], dtype=torch.float64), 0.5, None,
@@ -297,7 +313,8 @@ EXERCISES = (
              (_bits_uniform, _bits_by_hand, _bits_random, _bits_confident, _bits_float64_gradients),
              bits_per_char, forbidden=("evaluate_bits_per_char",)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",
-             (_probs_temperatures, _probs_greedy, _probs_top_k, _probs_tie_at_k, _probs_no_top_k, _probs_confident),
+             (_probs_temperatures, _probs_greedy, _probs_top_k, _probs_tie_at_k, _probs_no_top_k, _probs_confident,
+              _probs_half_precision, _probs_dropped_stay_dropped),
              temperature_probs, forbidden=("next_token_probs", "sample_next_token", "softargmax", "hardargmax")),
     Exercise("ch08-cache", "one step of the key-value cache", "attend_with_cache",
              (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients),
