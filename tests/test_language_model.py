@@ -173,8 +173,6 @@ def test_cache_misuse_gets_clear_errors():
     model = small_model()
     with pytest.raises(ValueError, match="caches must be a list of 2 KVCache"):
         model(torch.zeros(1, 3, dtype=torch.long), [KVCache()])
-    with pytest.raises(ValueError, match="max_len=40"):
-        generate(model, torch.zeros(1, 30, dtype=torch.long), 11)
     with pytest.raises(ValueError, match="prompt must be"):
         generate(model, torch.zeros(5, dtype=torch.long), 3)
     cache = KVCache()
@@ -368,3 +366,18 @@ def test_tiny_temperatures_give_the_argmax_in_half_precision_too():
         token = sample_next_token(logits.to(dtype), temperature=1e-3,
                                   generator=torch.Generator().manual_seed(0))
         assert token[0] == 1
+
+
+@pytest.mark.parametrize("prompt_length", [3, 45])
+def test_generation_past_max_len_crops_the_context_with_and_without_the_cache(prompt_length):
+    """max_len = 40: 30 new tokens after a prompt of 3 (the window fills at step 37) or 45 (longer
+    than the window from the start). Greedy, so the tokens must agree exactly; each must be the
+    argmax of the model on the last 40 tokens before it."""
+    model = small_model().eval()
+    prompt = torch.randint(0, VOCAB, (2, prompt_length), generator=torch.Generator().manual_seed(0))
+    cached = generate(model, prompt, 30, temperature=0)
+    uncached = generate(model, prompt, 30, temperature=0, use_cache=False)
+    assert cached.shape == (2, prompt_length + 30) and torch.equal(cached, uncached)
+    for t in range(prompt_length, prompt_length + 30):
+        window = cached[:, max(0, t - 40):t]
+        assert torch.equal(model(window)[0][:, -1].argmax(-1), cached[:, t])

@@ -112,38 +112,46 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
              use_cache: bool = True) -> torch.Tensor:
     """Continue ``prompt`` one sampled token at a time (chapter 8).
 
+    The model sees at most its ``max_len`` positions: once the text is longer, each step reads
+    the last ``max_len`` tokens only (the context is cropped, as nanoGPT does). With learned
+    absolute positions a key-value cache cannot slide along: the cached keys were computed at
+    positions that a cropped window gives to other tokens. So once the window is full, the
+    cache is rebuilt from the cropped window at every step, one full forward pass of
+    ``max_len`` tokens each, the cost of running without a cache.
+
     Args:
-        model: a :class:`TransformerLM` (any model with its ``forward(ids, caches)`` and
-            ``new_caches()``).
-        prompt: int64 ``(batch, t0)``, ``t0 >= 1``.
-        max_new_tokens: how many tokens to add; ``t0 + max_new_tokens <= model.max_len``.
+        model: a :class:`TransformerLM` (any model with its ``forward(ids, caches)``,
+            ``new_caches()`` and ``max_len``).
+        prompt: int64 ``(batch, t0)``, ``t0 >= 1``; a prompt longer than ``max_len`` is read
+            from its last ``max_len`` tokens.
+        max_new_tokens: how many tokens to add.
         temperature, top_k: how to draw each token (:func:`companion.next_token_probs`);
             ``temperature=0`` is greedy decoding.
         generator: random generator for the draws (seeded: the samples repeat).
         use_cache: keep every layer's keys and values (:class:`companion.KVCache`) and feed
-            only the newest token; ``False`` reruns the model on the whole sequence each
-            step. Both give the same tokens.
+            only the newest token; ``False`` reruns the model on the whole window each step.
+            Both give the same tokens.
 
     Returns:
-        int64 ``(batch, t0 + max_new_tokens)``: the prompt, then the new tokens.
+        int64 ``(batch, t0 + max_new_tokens)``: the whole prompt, then the new tokens.
     """
     check_tokens("prompt", prompt)
     if prompt.dim() != 2 or prompt.size(1) == 0:
         raise ValueError(f"prompt must be (batch, t0) with t0 >= 1, got shape {tuple(prompt.shape)}; "
                          "use prompt[None] for a single sequence")
     check_positive_int("max_new_tokens", max_new_tokens)
-    if prompt.size(1) + max_new_tokens > model.max_len:
-        raise ValueError(f"the prompt ({prompt.size(1)} tokens) plus max_new_tokens={max_new_tokens} is longer than "
-                         f"the model's max_len={model.max_len} positions; shorten one of them")
+    window = model.max_len  # the most positions the model can read
     was_training = model.training
     model.eval()
     ids = prompt
-    caches = model.new_caches() if use_cache else None
-    step_input = prompt  # with a cache: the prompt once, then only the newest token
+    caches, step_input = None, None  # with a cache: the (cropped) prompt once, then the newest token
     for step in range(max_new_tokens):
+        if not use_cache:
+            step_input = ids[:, -window:]  # (batch, <= window): the whole text, cropped
+        elif caches is None or len(caches[0]) + 1 > window:  # first step, or the window is full
+            caches, step_input = model.new_caches(), ids[:, -window:]  # (re)build from the cropped text
         # the prompt's ids are checked once; sampled ones are in range by construction (no GPU wait)
-        logits, _ = model(step_input if use_cache else ids, caches,
-                          check_range=step == 0)  # (batch, t, vocab)
+        logits, _ = model(step_input, caches, check_range=step == 0)  # (batch, t, vocab)
         token = sample_next_token(logits[:, -1], temperature, top_k, generator)  # (batch,)
         ids = torch.cat([ids, token[:, None]], dim=1)  # (batch, t + 1)
         step_input = token[:, None]  # (batch, 1)
