@@ -26,7 +26,7 @@ def dot_variance(q, k):
 def scaled_scores(Q, K):
     """Q (..., t_q, d_k), K (..., t_k, d_k) -> Q K^T / sqrt(d_k), shape (..., t_q, t_k)."""
     d_k = Q.shape[-1]
-    return Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+    return (Q / math.sqrt(d_k)) @ K.transpose(-2, -1)  # scaled first: no float16 overflow
 
 
 def prescale(Q, K):
@@ -123,6 +123,15 @@ def _scores_float64_gradients(fn):
     Q = randn(2, 3).double().requires_grad_(True)
     expect_gradient(_scores(fn, Q, randn(4, 3).double(), case, hint), case, hint)
 
+
+
+def _scores_half_no_overflow(fn):
+    Q = K = torch.full((1, 1024), 16.0, dtype=torch.float16)  # d_k = 1024: Q K^T = 262,144 > 65,504
+    case = "float16 Q and K full of 16 with d_k = 1024: the product alone (262,144) overflows float16"
+    got = call(fn, case, "scale Q (or Q and K) before the product, as section 3.5 shows: (Q / sqrt(d_k)) @ K^T "
+               "stays in float16's range", Q=Q, K=K)
+    expect_close(got, torch.tensor([[8192.0]], dtype=torch.float16), case,
+                 "scale before the product: (Q / sqrt(d_k)) @ K.transpose(-2, -1)")
 
 # prescale ---------------------------------------------------------------------------
 
@@ -233,7 +242,8 @@ EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
              (_var_by_hand, _var_many, _var_unbiased, _var_float64), dot_variance),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
-             (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients), scaled_scores,
+             (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients,
+              _scores_half_no_overflow), scaled_scores,
              allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
