@@ -222,7 +222,8 @@ def test_the_notebook_check_prints_the_verdict_and_returns_nothing(capsys):
         return torch.zeros_like(scores).scatter(-1, scores.argmax(-1, keepdim=True), 1.0)  # noqa: F821
 
     assert check("ch01-hardargmax", hardargmax) is None  # the cell shows the verdict, no repr after it
-    assert capsys.readouterr().out.startswith("PASSED ch01-hardargmax: all 6 checks passed")
+    checks = len(EXERCISES["ch01-hardargmax"].checks)
+    assert capsys.readouterr().out.startswith(f"PASSED ch01-hardargmax: all {checks} checks passed")
     def softargmax(scores, beta=1.0):
         return scores
 

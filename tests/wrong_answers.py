@@ -2267,12 +2267,6 @@ def sentence_vectors(hidden, attention_mask):
 # Wrong answers of the classes that each statement allows and its checks draw through
 # `Allows` (half precision, two batch dimensions, large scores): issue #32.
 _STATEMENT_ALLOWS = {
-    "ch01-hardargmax": [
-        ("one_hot(...).float(): bfloat16 becomes float32", """
-def hardargmax(scores):
-    return F.one_hot(scores.argmax(-1), scores.shape[-1]).float()
-"""),
-    ],
     "ch02-cross-attention": [
         ("exp without the maximum: overflows on large scores", """
 def cross_attention(Y, X, W_q, W_k, W_v):
