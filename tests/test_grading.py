@@ -489,15 +489,18 @@ def test_one_chapter_is_graded_without_rows_for_the_others(tmp_path, capsys):
     assert exited.value.code == 2 and "no exercises in ch10" in capsys.readouterr().err
 
 
-def test_plain_pytest_grading_for_classroom(tmp_path, solved_folder):
-    """grading/ is what GitHub Classroom runs: it must pass on solutions and fail on stubs
-    (here chapter 1's stubs, the other exercises missing: every exercise fails)."""
-    stubs = learner_folder(tmp_path, {}, chapters=("01",))
+def test_plain_pytest_grading_for_classroom(tmp_path):
+    """grading/ is what GitHub Classroom runs: it must pass on solutions and fail on stubs. One
+    chapter is enough here (the whole solved folder is graded once, by the session fixture):
+    chapter 1 solved passes with CHAPTER=1; chapter 1's stubs with every other exercise missing
+    fail every exercise; and CHAPTER=1 on the stubs fails chapter 1's only."""
+    solved_one = learner_folder(tmp_path, solved(), name="solved", chapters=("01",))
+    stubs = learner_folder(tmp_path, {}, name="stubs", chapters=("01",))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "grading")]
     env = {**__import__("os").environ}
-    ok = subprocess.run(command, env={**env, "NOTEBOOKS": str(solved_folder)}, capture_output=True, text=True,
-                        cwd=ROOT)
-    assert ok.returncode == 0 and f"{len(EXERCISES) + 1} passed" in ok.stdout, ok.stdout
+    ok = subprocess.run(command, env={**env, "NOTEBOOKS": str(solved_one), "CHAPTER": "1"}, capture_output=True,
+                        text=True, cwd=ROOT)
+    assert ok.returncode == 0 and f"{len(in_chapters('01')) + 1} passed" in ok.stdout, ok.stdout
     failed = subprocess.run(command, env={**env, "NOTEBOOKS": str(stubs)}, capture_output=True, text=True, cwd=ROOT)
     assert failed.returncode == 1 and f"{len(EXERCISES)} failed" in failed.stdout, failed.stdout
     one = subprocess.run(command, env={**env, "NOTEBOOKS": str(stubs), "CHAPTER": "1"}, capture_output=True,
