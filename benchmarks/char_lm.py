@@ -17,7 +17,6 @@ printed every 10 % of the run, beside the best n-gram's test bits, so the crossi
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
 
@@ -62,7 +61,7 @@ def counting(vocab, train_ids, valid_ids, test_ids, orders) -> dict:
     return rows
 
 
-def transformer(vocab, train_ids, test_ids, steps: int, seed: int, best_ngram: float, quick: bool) -> float:
+def transformer(vocab, train_ids, test_ids, steps: int, seed: int, best_ngram: float) -> float:
     torch.manual_seed(seed)
     model = TransformerLM(len(vocab), **CONFIG)
     history = train_language_model(model, train_ids, steps=steps, batch_size=16, block_size=256, lr=3e-3,
@@ -105,7 +104,7 @@ def main() -> None:
     if args.no_transformer:
         return
     steps = args.steps or (60 if args.quick else 2_300)
-    tests = [transformer(vocab, train_ids, test_ids, steps, seed, best, args.quick) for seed in args.seeds]
+    tests = [transformer(vocab, train_ids, test_ids, steps, seed, best) for seed in args.seeds]
     mean = float(np.mean(tests))
     print(f"Transformer, mean of {len(tests)} seed(s): {mean:.3f}; against the best n-gram: "
           f"{best - mean:+.3f} bits per character ({'wins' if mean < best else 'loses'})")

@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from companion.course.exercises import EXERCISES
 from companion.course.grading import _exercise_ids, grade_folder
 
 FOLDER = os.environ.get("NOTEBOOKS", "chapters")

@@ -64,7 +64,7 @@ def test_equals_nltk_given_the_same_counts(n, discount):
     too and interpolates with the uniform distribution. That one formula is set to ours in a
     subclass; counting, continuation counts, the recursion and unseen contexts are NLTK's."""
     lm_module = pytest.importorskip("nltk.lm")
-    from nltk.lm.smoothing import KneserNey, _count_values_gt_zero  # noqa: F401
+    from nltk.lm.smoothing import KneserNey
 
     V = 6
     ids = markov_text(1, 400, V, used=5)

@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn

@@ -40,6 +40,22 @@ def _as_ids(name: str, ids, vocab_size: int) -> np.ndarray:
     return ids.astype(np.int64)
 
 
+def _ngram_keys(ids: np.ndarray, n: int, vocab_size: int, start_id: int) -> np.ndarray:
+    """The key of the n-gram ending at every position of ``ids``: ``(len(ids),)``; the context
+    before the first token is padded with ``start_id``."""
+    padded = np.concatenate([np.full(n - 1, start_id, dtype=np.int64), ids])
+    keys = np.zeros(len(ids), dtype=np.int64)
+    for j in range(n):  # the oldest token first: key = (((id_0) V + id_1) V + ...) V + id_{n-1}
+        keys = keys * vocab_size + padded[j: j + len(ids)]
+    return keys
+
+
+def _lookup(table_keys: np.ndarray, table_counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The count of each of ``keys`` in a sorted table (0 where absent)."""
+    where = np.searchsorted(table_keys, keys).clip(max=len(table_keys) - 1)
+    return np.where(table_keys[where] == keys, table_counts[where], 0)
+
+
 class NGramLM:
     """A character (or any token) n-gram model with add-k smoothing (chapter 8).
 
@@ -64,12 +80,7 @@ class NGramLM:
         self._keys = self._counts = self._context_keys = self._context_counts = None
 
     def _ngram_keys(self, ids: np.ndarray) -> np.ndarray:
-        """The key of the n-gram ending at every position of ``ids``: ``(len(ids),)``."""
-        padded = np.concatenate([np.full(self.n - 1, self.start_id, dtype=np.int64), ids])
-        keys = np.zeros(len(ids), dtype=np.int64)
-        for j in range(self.n):  # the oldest token first: key = (((id_0) V + id_1) V + ...) V + id_{n-1}
-            keys = keys * self.vocab_size + padded[j: j + len(ids)]
-        return keys
+        return _ngram_keys(ids, self.n, self.vocab_size, self.start_id)
 
     def fit(self, ids) -> NGramLM:
         """Count the n-grams and their contexts in the training stream ``ids`` ``(n_tokens,)``."""
@@ -78,18 +89,13 @@ class NGramLM:
         self._context_keys, self._context_counts = np.unique(keys // self.vocab_size, return_counts=True)
         return self
 
-    @staticmethod
-    def _lookup(table_keys: np.ndarray, table_counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        where = np.searchsorted(table_keys, keys).clip(max=len(table_keys) - 1)
-        return np.where(table_keys[where] == keys, table_counts[where], 0)
-
     def log2_probs(self, ids) -> np.ndarray:
         """``log2 p(ids[i] | the n - 1 ids before it)`` for every ``i >= 1``: ``(len(ids) - 1,)``."""
         if self._keys is None:
             raise ValueError("the model has no counts yet: call fit(train_ids) first")
         keys = self._ngram_keys(_as_ids("ids", ids, self.vocab_size))[1:]
-        counts = self._lookup(self._keys, self._counts, keys)
-        context_counts = self._lookup(self._context_keys, self._context_counts, keys // self.vocab_size)
+        counts = _lookup(self._keys, self._counts, keys)
+        context_counts = _lookup(self._context_keys, self._context_counts, keys // self.vocab_size)
         return np.log2(counts + self.k) - np.log2(context_counts + self.k * self.vocab_size)
 
     def bits_per_char(self, ids) -> float:
@@ -158,7 +164,7 @@ class KneserNeyLM:
 
     def _ngram_keys(self, ids: np.ndarray) -> np.ndarray:
         """The key of the n-gram ending at every position (the m-gram's key is this one mod V^m)."""
-        return NGramLM._ngram_keys(self, ids)
+        return _ngram_keys(ids, self.n, self.vocab_size, self.start_id)
 
     def _discounts(self, counts: np.ndarray) -> np.ndarray:
         """``[0, D1, D2, D3+]`` for one order, from its counts (Chen and Goodman's estimates)."""
@@ -205,7 +211,7 @@ class KneserNeyLM:
         for m in range(1, self.n + 1):
             t = self._orders[m]
             grams = keys % V ** m
-            count = NGramLM._lookup(t["grams"], t["counts"], grams)
+            count = _lookup(t["grams"], t["counts"], grams)
             where = np.searchsorted(t["contexts"], grams // V).clip(max=len(t["contexts"]) - 1)
             seen = t["contexts"][where] == grams // V
             total = np.where(seen, t["totals"][where], 0)

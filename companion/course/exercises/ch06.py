@@ -15,7 +15,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._core import (Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient,
+from ._core import (Exercise, Mismatch, call, draws, expect_close, expect_equal,
                     expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
