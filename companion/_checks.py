@@ -112,6 +112,14 @@ def check_positive_int(name: str, n) -> None:
         raise ValueError(f"{name} must be a positive int, got {n}")
 
 
+def check_count(name: str, n) -> None:
+    """Raise unless ``n`` is a Python int >= 0 (a count that may be zero)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{name} must be an int >= 0, got {describe(n)}")
+    if n < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {n}")
+
+
 def check_positive_finite(name: str, x) -> None:
     """Raise unless ``x`` is a finite real number > 0."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_mask, check_positive_int
+from ._checks import check_count, check_mask
 from .embedding import TokenEmbedding
 from .kv_cache import KVCache
 from .layers import DecoderLayer, EncoderLayer
@@ -50,13 +50,17 @@ def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, 
 
 
 class _Stack(nn.Module):
-    """``num_layers`` copies of a layer over a token embedding; pre-norm adds a final LayerNorm."""
+    """``num_layers`` copies of a layer over a token embedding; pre-norm adds a final LayerNorm.
+
+    ``num_layers=0`` leaves the embedding alone (with pre-norm, then the final LayerNorm): the
+    "no attention" row of an ablation.
+    """
 
     def __init__(self, layer_cls, vocab_size: int, d_model: int, num_heads: int, num_layers: int, *,
                  d_ff: int | None, dropout: float, activation: str, norm_first: bool, max_len: int,
                  positional: str, pad_id: int | None, layer_norm_eps: float, bias: bool, rotary: bool) -> None:
         super().__init__()
-        check_positive_int("num_layers", num_layers)
+        check_count("num_layers", num_layers)
         self.embed = TokenEmbedding(vocab_size, d_model, max_len, positional, dropout, pad_id)
         self.layers = nn.ModuleList(
             layer_cls(d_model, num_heads, d_ff=d_ff, dropout=dropout, activation=activation, norm_first=norm_first,
@@ -74,7 +78,7 @@ class Encoder(_Stack):
         vocab_size: number of token ids.
         d_model: width of the token representations.
         num_heads: attention heads per layer.
-        num_layers: number of stacked layers (``N`` in the paper).
+        num_layers: number of stacked layers (``N`` in the paper); 0 for the embedding alone.
         d_ff: feed-forward hidden width; default ``4 * d_model``.
         dropout: dropout everywhere (see :class:`EncoderLayer`).
         activation: ``"relu"`` or ``"gelu"``.

@@ -16,6 +16,52 @@ def test_classifier_ignores_padding(pooling):
     torch.testing.assert_close(model(padded)[0], model(tokens)[0])
 
 
+@pytest.mark.parametrize("pooling", ["max", "mean", "cls"])
+def test_classifier_follows_the_callers_mask_not_the_ids(pooling):
+    """With pad_batch's mask, a real token whose id is pad_id counts, and padding of any id does not."""
+    from companion import pad_batch
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(30, 2, d_model=16, num_heads=2, pooling=pooling, pad_id=0, dropout=0.0).eval()
+    real = [[5, 0, 7], [4, 9]]  # the first review has a real token with id 0
+    tokens, keep = pad_batch(real, max_len=8)  # keep (2, 1, 3)
+    by_mask = model(tokens, keep)[0]
+    by_ids = model(tokens)[0]  # takes the real 0 for padding
+    assert not torch.allclose(by_mask[0], by_ids[0])
+    torch.testing.assert_close(by_mask[1], by_ids[1])
+    # each review alone, unpadded and with every position kept, gives the same logits
+    for i, ids in enumerate(real):
+        alone = torch.tensor([ids])
+        torch.testing.assert_close(model(alone, torch.ones_like(alone, dtype=torch.bool))[0][0], by_mask[i])
+    # whatever id the padding has, it is ignored; a (batch, t) mask works as well as (batch, 1, t)
+    other = tokens.masked_fill(~keep[:, 0], 13)
+    torch.testing.assert_close(model(other, keep[:, 0])[0], by_mask)
+
+
+def test_classifier_rejects_a_mask_that_does_not_fit():
+    model = TransformerClassifier(30, 2, d_model=16, num_heads=2, pooling="mean", pad_id=0)
+    tokens = torch.randint(1, 30, (2, 5))
+    with pytest.raises(TypeError, match="keep must be a bool tensor"):
+        model(tokens, torch.ones(2, 1, 5))
+    with pytest.raises(ValueError, match=r"keep must be \(batch, 1, t\) or \(batch, t\) for tokens \(2, 5\)"):
+        model(tokens, torch.ones(2, 1, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="entirely padding"):
+        model(tokens, torch.tensor([[True] * 5, [False] * 5]))
+
+
+def test_a_classifier_with_no_layers_is_embeddings_pooling_and_head():
+    """The ablation's "no attention" row: 0 layers leaves the (normalised) embeddings to pool."""
+    torch.manual_seed(0)
+    model = TransformerClassifier(30, 2, d_model=8, num_heads=2, num_layers=0, norm_first=True,
+                                  pooling="mean", dropout=0.0).eval()
+    tokens = torch.randint(1, 30, (3, 6))
+    x = model.encoder.norm(model.encoder.embed(tokens))  # (3, 6, 8)
+    torch.testing.assert_close(model(tokens)[0], model.head(x.mean(dim=1)))
+    assert model(tokens, need_weights=True)[1] == []
+    with pytest.raises(ValueError, match="num_layers must be an int >= 0, got -1"):
+        TransformerClassifier(30, 2, num_layers=-1)
+
+
 def test_mean_and_max_pooling_by_hand():
     model = TransformerClassifier(10, 2, d_model=4, num_heads=1, pooling="mean")
     x = torch.tensor([[[1.0, 2, 3, 4], [3, 2, 1, 0], [100, 100, 100, 100]]])  # last position is padding

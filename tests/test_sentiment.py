@@ -72,3 +72,11 @@ def test_the_shipped_results_cover_every_config_and_ablation_row():
         assert section["quick"] is False
         for row in section["rows"]:
             assert 0.5 < row["test_accuracy"] < 1 and row["train_seconds"] > 0
+    # measured with today's settings: a config changed since the run makes the results stale
+    for row in results["benchmark"]["rows"]:
+        if row["name"] in CONFIGS:
+            assert row["config"] == CONFIGS[row["name"]] and row["seed"] == 0, f"{row['name']}: re-run make bench-imdb"
+    for row in results["ablation"]["rows"]:
+        changes = {k: v for k, v in row["changes"].items() if k != "seed"}
+        assert row["config"] == {**CONFIGS["course"], **changes}, f"{row['label']}: re-run make bench-ablation"
+        assert row["seed"] == row["changes"].get("seed", 0)

@@ -109,7 +109,7 @@ def test_the_finer_learning_curve_only_observes():
 
 def test_loss_and_accuracy_by_hand():
     class Fixed(torch.nn.Module):  # logits that give P(positive) = 0.8 for every review
-        def forward(self, tokens):
+        def forward(self, tokens, keep):  # the contract: (tokens, pad_batch's mask)
             logits = torch.tensor([[0.0, math.log(4.0)]]).expand(len(tokens), 2)
             return logits, None
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import check_choice, check_positive_int, check_tokens
+from .._checks import check_choice, check_positive_int, check_tokens, describe
 from ..masks import padding_mask
 from ..pooling import masked_mean
 from ..bigram_embedding import BigramEmbedding
@@ -27,7 +27,8 @@ class TransformerClassifier(nn.Module):
     * ``"cls"``: a learned ``[CLS]`` token is prepended to every sequence (it gets the id
       ``vocab_size``, one past the vocabulary) and its final representation is used.
 
-    Padding (tokens equal to ``pad_id``) is masked out of attention and out of pooling.
+    Padding is masked out of attention and out of pooling: the positions the caller's ``keep``
+    mask marks ``False`` (from :func:`companion.pad_batch`), or else the tokens equal to ``pad_id``.
 
     Args:
         vocab_size: number of token ids.
@@ -59,11 +60,14 @@ class TransformerClassifier(nn.Module):
         self.bigrams = None if bigram_keys is None else BigramEmbedding(bigram_keys, vocab_size, d_model, dropout)
         self.head = nn.Linear(d_model, num_classes)
 
-    def forward(self, tokens: torch.Tensor, need_weights: bool = False):
+    def forward(self, tokens: torch.Tensor, keep: torch.Tensor | None = None, need_weights: bool = False):
         """Classify each sequence: :meth:`encode`, then :meth:`pool`, then the linear head.
 
         Args:
-            tokens: int ``(batch, t)``, padded with ``pad_id``; ``t <= max_len``.
+            tokens: int ``(batch, t)``, padded; ``t <= max_len``.
+            keep: bool ``(batch, 1, t)`` or ``(batch, t)``, ``True`` at real tokens: the mask
+                :func:`companion.pad_batch` returns with the tokens. ``None``: every position
+                whose id is ``pad_id`` is padding (then no real token may have that id).
             need_weights: also return each layer's attention weights.
 
         Returns:
@@ -71,15 +75,19 @@ class TransformerClassifier(nn.Module):
             list of ``(batch, num_heads, t', t')`` per layer, where ``t' = t + 1`` with
             ``"cls"`` pooling (index 0 is ``[CLS]``) and ``t`` otherwise.
         """
-        x, keep, weights = self.encode(tokens, need_weights=need_weights)
+        x, keep, weights = self.encode(tokens, keep, need_weights=need_weights)
         return self.head(self.pool(x, keep)), weights
 
-    def encode(self, tokens: torch.Tensor, need_weights: bool = False):
+    def encode(self, tokens: torch.Tensor, keep: torch.Tensor | None = None, need_weights: bool = False):
         """The per-token representations that pooling summarises (what :meth:`forward` runs first).
+
+        Args:
+            tokens, keep, need_weights: as for :meth:`forward`.
 
         Returns:
             ``(x, keep, weights)``: x ``(batch, t', d_model)``; keep, the bool padding mask
-            ``(batch, 1, t')`` (``None`` without ``pad_id``); weights as in :meth:`forward`.
+            ``(batch, 1, t')`` (``None`` when no mask was given and there is no ``pad_id``);
+            weights as in :meth:`forward`.
         """
         check_tokens("tokens", tokens, pad_hint=" padded with pad_id")
         if tokens.size(1) > self.max_len:
@@ -87,11 +95,15 @@ class TransformerClassifier(nn.Module):
                 f"sequence length {tokens.size(1)} is longer than max_len={self.max_len}; "
                 f"truncate the reviews or build the classifier with max_len >= {tokens.size(1)}"
             )
+        keep = self._given_mask(tokens, keep)  # (batch, 1, t) or None
         words = tokens  # (batch, t), without [CLS]
         if self.pooling == "cls":  # id vocab_size is [CLS]'s: the embedding's own range would allow it
             cls = torch.full((tokens.size(0), 1), self.vocab_size, dtype=tokens.dtype, device=tokens.device)
             tokens = torch.cat([cls, tokens], dim=1)  # (batch, 1 + t)
-        keep = None if self.pad_id is None else padding_mask(tokens=tokens, pad_id=self.pad_id)  # (batch, 1, t)
+            if keep is not None:  # [CLS] is real: (batch, 1, t) -> (batch, 1, 1 + t)
+                keep = F.pad(keep, (1, 0), value=True)
+        if keep is None and self.pad_id is not None:
+            keep = padding_mask(tokens=tokens, pad_id=self.pad_id)  # (batch, 1, t')
         self._check_ids(words, keep)
         x = self.encoder.embed(tokens, check_range=False)  # (batch, t', d_model): checked above
         if self.bigrams is not None:
@@ -99,6 +111,21 @@ class TransformerClassifier(nn.Module):
             x = x + (F.pad(pairs, (0, 0, 1, 0)) if self.pooling == "cls" else pairs)  # [CLS] ends no pair
         x, weights = self.encoder.encode(x, mask=keep, need_weights=need_weights)  # (batch, t', d_model)
         return x, keep, weights
+
+    @staticmethod
+    def _given_mask(tokens: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor | None:
+        """The caller's mask as bool ``(batch, 1, t)``, after checking it fits ``tokens``."""
+        if keep is None:
+            return None
+        if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
+            raise TypeError(f"keep must be a bool tensor (batch, 1, t) or (batch, t), True at real tokens, "
+                            f"as pad_batch returns it; got {describe(keep)}")
+        if keep.dim() == 2:
+            keep = keep[:, None, :]  # (batch, t) -> (batch, 1, t)
+        if keep.dim() != 3 or keep.size(1) != 1 or keep.shape[::2] != tokens.shape:
+            raise ValueError(f"keep must be (batch, 1, t) or (batch, t) for tokens {tuple(tokens.shape)}, "
+                             f"got {tuple(keep.shape)}")
+        return keep.to(tokens.device)
 
     def _check_ids(self, words: torch.Tensor, keep: torch.Tensor | None) -> None:
         """Every id in ``[0, vocab_size)`` and no sequence all padding: one read from the device."""

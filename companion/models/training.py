@@ -54,7 +54,7 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
                      schedule: str = "constant", max_len: int = 256, truncate: str = "head", clip: float = 1.0,
                      device: torch.device | str = "cpu", seed: int = 0, progress: bool = True,
                      max_steps: int | None = None, eval_every: int | None = None) -> History:
-    """Train ``model`` (tokens -> ``(logits, weights)``) with AdamW and cross-entropy (chapter 7).
+    """Train ``model`` ((tokens, keep) -> ``(logits, weights)``) with AdamW and cross-entropy (chapter 7).
 
     ``train`` and ``val`` are ``(token id lists, labels)``. After every epoch the validation
     accuracy is measured; at the end the model holds the weights of its best epoch (early
@@ -91,12 +91,12 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
         for index in bar:
             if step >= total:
                 break
-            tokens, _ = pad_batch([texts[i] for i in index], max_len, truncate=truncate)
+            tokens, keep = pad_batch([texts[i] for i in index], max_len, truncate=truncate)
             target = torch.tensor([labels[i] for i in index], device=device)
             if schedule == "cosine":
                 for group in optimizer.param_groups:
                     group["lr"] = lr * warmup_cosine(step, total, warmup)
-            logits, _ = model(tokens.to(device))
+            logits, _ = model(tokens.to(device), keep.to(device))  # pad_batch's mask, not the ids
             loss = F.cross_entropy(logits, target)
             optimizer_step(model, optimizer, loss, clip)
             losses.append(loss.item())
@@ -130,13 +130,17 @@ def train_classifier(model: nn.Module, train: tuple[Sequence[Sequence[int]], Seq
 @torch.no_grad()
 def predict(model: nn.Module, texts: Sequence[Sequence[int]], *, batch_size: int = 128, max_len: int = 256,
             truncate: str = "head", device: torch.device | str = "cpu") -> torch.Tensor:
-    """Class probabilities ``(n, num_classes)`` for token id lists, in their given order (chapter 7)."""
+    """Class probabilities ``(n, num_classes)`` for token id lists, in their given order (chapter 7).
+
+    ``model`` is called as ``model(tokens, keep)`` with :func:`companion.pad_batch`'s padded
+    batch and mask, and returns ``(logits, weights)``, as :class:`companion.TransformerClassifier` does.
+    """
     model.eval()
     lengths = [min(len(t), max_len) for t in texts]
     out = [None] * len(texts)
     for index in length_batches(lengths, batch_size, shuffle=False):
-        tokens, _ = pad_batch([texts[i] for i in index], max_len, truncate=truncate)
-        logits, _ = model(tokens.to(device))
+        tokens, keep = pad_batch([texts[i] for i in index], max_len, truncate=truncate)
+        logits, _ = model(tokens.to(device), keep.to(device))
         for i, p in zip(index, torch.softmax(logits.float(), dim=-1).cpu()):
             out[i] = p
     return torch.stack(out)
