@@ -28,8 +28,8 @@ from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .layers import DecoderLayer, EncoderLayer
 from .transformer import Decoder, Encoder, Transformer, apply_layers
 from .recurrent import AdditiveAttention
-from .decoding import greedy_decode
-from .kv_cache import KVCache
+from .decoding import beam_search, greedy_decode
+from .kv_cache import KVCache, MemoryCache
 from .sampling import next_token_probs, sample_next_token
 from .bigram_embedding import BigramEmbedding
 from .pooling import masked_mean
@@ -100,6 +100,7 @@ __all__ = [
     "AdditiveAttention",
     "GRUSeq2Seq",
     "greedy_decode",
+    "beam_search",
     "reversal_pairs",
     "reversal_splits",
     "train_seq2seq",
@@ -118,6 +119,7 @@ __all__ = [
     # chapter 8: a generative Transformer
     "TransformerLM",
     "KVCache",
+    "MemoryCache",
     "next_token_probs",
     "sample_next_token",
     "generate",

@@ -6,6 +6,14 @@ likely token at every step::
 
     y_0 = BOS
     y_i = argmax_v  p(v | source, y_0 .. y_{i-1})       until EOS, or max_len tokens
+
+Run naively, step ``i`` feeds the whole prefix through the decoder again: ``i`` positions
+each, so ``n`` tokens cost ``n^2 / 2`` positions. A :class:`companion.Transformer` decodes
+with caches instead (:meth:`~companion.Transformer.decode_step`): one position per step.
+
+Greedy can be wrong: the most likely first token may lead to unlikely continuations. Beam
+search keeps the ``width`` most probable prefixes (by the sum of their log-probabilities)
+at every step and returns the most probable finished one; width 1 is greedy.
 """
 
 from __future__ import annotations
@@ -14,12 +22,12 @@ import torch
 
 from ._checks import check_positive_int, check_tokens
 
-__all__ = ["greedy_decode"]
+__all__ = ["greedy_decode", "beam_search"]
 
 
 @torch.no_grad()
 def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int,
-                  src_mask: torch.Tensor | None = None, pad_id: int = 0) -> torch.Tensor:
+                  src_mask: torch.Tensor | None = None, pad_id: int = 0, use_cache: bool = True) -> torch.Tensor:
     """Decode ``src`` one token at a time, always taking the most likely next token (chapter 6).
 
     Args:
@@ -31,6 +39,9 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
         max_len: the most tokens generated after BOS.
         src_mask: optional bool ``(batch, 1, t_src)``, ``True`` on real source tokens.
         pad_id: written after a row's EOS while other rows still decode.
+        use_cache: with a model that has ``decode_step`` (:class:`companion.Transformer`),
+            encode the source once and decode one position per step; ``False`` runs the
+            whole prefix through ``model`` at every step (the same tokens, slower).
 
     Returns:
         int64 ``(batch, 1 + n)`` with ``n <= max_len``: BOS, the generated tokens, and
@@ -40,10 +51,17 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
     check_positive_int("max_len", max_len)
     was_training = model.training
     model.eval()
+    cached = use_cache and hasattr(model, "decode_step")
+    if cached:
+        memory = model.encoder(src, mask=src_mask)[0]  # (batch, t_src, d_model), once
+        caches = model.new_caches()
     out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1)
     done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (batch,)
     for _ in range(max_len):
-        logits = model(src, out, src_mask=src_mask)[0]  # (batch, t, vocab): the whole prefix again
+        if cached:  # the newest token only: (batch, 1, vocab)
+            logits = model.decode_step(out[:, -1:], memory, caches, src_mask=src_mask)
+        else:
+            logits = model(src, out, src_mask=src_mask)[0]  # (batch, t, vocab): the whole prefix again
         next_token = logits[:, -1].argmax(-1)  # (batch,): the last position's most likely token
         next_token = torch.where(done, torch.full_like(next_token, pad_id), next_token)
         out = torch.cat([out, next_token[:, None]], dim=1)
@@ -52,3 +70,55 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
             break
     model.train(was_training)
     return out
+
+
+@torch.no_grad()
+def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, width: int = 4,
+                src_mask: torch.Tensor | None = None, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keep the ``width`` most probable prefixes at every step; return the best per source (chapter 6).
+
+    A prefix's score is the sum of its tokens' log-probabilities (no length penalty). A
+    prefix that emitted EOS is finished: it keeps its score and grows only by ``pad_id``.
+    Decoding stops when every kept prefix is finished, or after ``max_len`` tokens; then
+    the highest-scoring kept prefix of each source wins. ``width=1`` is greedy decoding.
+
+    Args:
+        model, src, bos_id, eos_id, max_len, src_mask, pad_id: as for :func:`greedy_decode`
+            (the model is run on the whole prefix at every step).
+        width: how many prefixes to keep per source.
+
+    Returns:
+        ``(tokens, log_prob)``: int64 ``(batch, 1 + n)`` as :func:`greedy_decode` returns
+        them, and the winners' summed log-probabilities ``(batch,)``.
+    """
+    check_tokens("src", src)
+    check_positive_int("max_len", max_len)
+    check_positive_int("width", width)
+    was_training = model.training
+    model.eval()
+    batch, device = src.size(0), src.device
+    src_k = src.repeat_interleave(width, dim=0)  # (batch * width, t_src): each source once per beam
+    mask_k = None if src_mask is None else src_mask.repeat_interleave(width, dim=0)
+    out = torch.full((batch * width, 1), bos_id, dtype=torch.long, device=device)  # (batch * width, 1)
+    score = torch.full((batch, width), float("-inf"), device=device)  # (batch, width)
+    score[:, 0] = 0.0  # one live prefix (BOS) per source at the start, not width copies of it
+    done = torch.zeros(batch * width, dtype=torch.bool, device=device)  # (batch * width,)
+    for _ in range(max_len):
+        logits = model(src_k, out, src_mask=mask_k)[0][:, -1].float()  # (batch * width, vocab)
+        log_p = torch.log_softmax(logits, dim=-1)
+        vocab = log_p.size(-1)
+        finished = torch.full_like(log_p, float("-inf"))
+        finished[:, pad_id] = 0.0  # a finished prefix grows by padding, at no cost
+        log_p = torch.where(done[:, None], finished, log_p)
+        candidates = (score.reshape(-1, 1) + log_p).reshape(batch, width * vocab)  # (batch, width * vocab)
+        score, index = candidates.topk(width, dim=-1)  # (batch, width): the best continuations
+        beam, token = index // vocab, index % vocab  # which prefix each continues, with which token
+        rows = (torch.arange(batch, device=device)[:, None] * width + beam).reshape(-1)  # (batch * width,)
+        out = torch.cat([out[rows], token.reshape(-1, 1)], dim=1)
+        done = done[rows] | (token.reshape(-1) == eos_id)
+        if done.all():
+            break
+    model.train(was_training)
+    best = score.argmax(dim=-1)  # (batch,)
+    rows = torch.arange(batch, device=device) * width + best
+    return out[rows], score[torch.arange(batch, device=device), best]

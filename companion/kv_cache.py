@@ -12,6 +12,11 @@ only computes the new token's query, key and value::
 
 The work of one step then grows like ``t`` (one query against ``t`` keys) instead of ``t^2``.
 One :class:`KVCache` belongs to one attention layer; a model keeps a list, one per layer.
+
+An encoder-decoder's cross-attention reads the same memory at every step: its keys and values
+need computing once. A :class:`MemoryCache` keeps the first ones it is given, and
+:class:`companion.MultiHeadAttention` reuses them without projecting the memory again
+(chapter 6's cached greedy decoding).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import torch
 
 from ._checks import check_same_dtype_device, check_tensor
 
-__all__ = ["KVCache"]
+__all__ = ["KVCache", "MemoryCache"]
 
 
 class KVCache:
@@ -74,3 +79,22 @@ class KVCache:
     def __repr__(self) -> str:
         shape = "empty" if self.K is None else f"K {tuple(self.K.shape)}, V {tuple(self.V.shape)}"
         return f"KVCache({shape})"
+
+
+class MemoryCache(KVCache):
+    """The memory's keys and values for one cross-attention layer (chapter 6).
+
+    Filled at the first decoding step; after that :class:`companion.MultiHeadAttention` reads
+    ``K`` and ``V`` from it and projects only the new queries. It never grows: the memory
+    (the encoder's output) is the same at every step.
+    """
+
+    def update(self, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the memory's ``K`` ``(batch, num_heads, t_src, d_k)`` and ``V``, once."""
+        if self.K is not None:
+            raise ValueError("a MemoryCache holds one memory's keys and values and cannot be extended; "
+                             "start a new one for a new memory")
+        return super().update(K, V)
+
+    def __repr__(self) -> str:
+        return "Memory" + super().__repr__()

@@ -29,7 +29,7 @@ from torch import nn
 
 from ._checks import check_positive_int, check_tensor
 from .feedforward import PositionwiseFeedForward
-from .kv_cache import KVCache
+from .kv_cache import KVCache, MemoryCache
 from .multihead import MultiHeadAttention
 
 __all__ = ["EncoderLayer", "DecoderLayer"]
@@ -164,6 +164,7 @@ class DecoderLayer(_Layer):
         memory_mask: torch.Tensor | None = None,
         need_weights: bool = False,
         cache: KVCache | None = None,
+        memory_cache: MemoryCache | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor] | None]:
         """Decode ``x`` while attending to ``memory``.
 
@@ -178,7 +179,9 @@ class DecoderLayer(_Layer):
             need_weights: also return both attention maps.
             cache: a :class:`companion.KVCache` for the self-attention: the new positions
                 attend to the cached ones too, so greedy decoding computes one position per
-                step (the cross-attention's keys and values are the memory's, every step).
+                step.
+            memory_cache: a :class:`companion.MemoryCache` for the cross-attention: the
+                memory's keys and values, projected at the first step and reused after.
 
         Returns:
             ``(output, weights)``: output ``(batch, t_tgt, d_model)``; weights ``None`` or a
@@ -189,13 +192,14 @@ class DecoderLayer(_Layer):
         self._check_x("memory", memory)
         x, self_weights = self._residual(x, lambda h: self._sa_block(h, mask, need_weights, cache),
                                          self.norm1, self.dropout1)
-        x, cross_weights = self._residual(x, lambda h: self._ca_block(h, memory, memory_mask, need_weights),
-                                          self.norm2, self.dropout2)
+        x, cross_weights = self._residual(x, lambda h: self._ca_block(h, memory, memory_mask, need_weights,
+                                                                      memory_cache), self.norm2, self.dropout2)
         x, _ = self._residual(x, self._ff_block, self.norm3, self.dropout3)
         return x, ({"self": self_weights, "cross": cross_weights} if need_weights else None)
 
     def _sa_block(self, h: torch.Tensor, mask, need_weights: bool, cache: KVCache | None):
         return self.self_attn(h, h, h, mask=mask, need_weights=need_weights, cache=cache)
 
-    def _ca_block(self, h: torch.Tensor, memory: torch.Tensor, memory_mask, need_weights: bool):
-        return self.cross_attn(h, memory, memory, mask=memory_mask, need_weights=need_weights)
+    def _ca_block(self, h: torch.Tensor, memory: torch.Tensor, memory_mask, need_weights: bool,
+                  memory_cache: MemoryCache | None = None):
+        return self.cross_attn(h, memory, memory, mask=memory_mask, need_weights=need_weights, cache=memory_cache)

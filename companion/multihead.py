@@ -21,7 +21,7 @@ from torch import nn
 
 from ._checks import check_mask, check_positive_int, check_probability, check_same_dtype_device, check_tensor
 from .attention import scaled_dot_product_attention
-from .kv_cache import KVCache
+from .kv_cache import KVCache, MemoryCache
 from .rotary import apply_rotary
 
 __all__ = ["MultiHeadAttention"]
@@ -128,6 +128,14 @@ class MultiHeadAttention(nn.Module):
             K, V = F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
         return Q, K, V
 
+    def project_query(self, query: torch.Tensor) -> torch.Tensor:
+        """``Q = query W_q^T``, ``(batch, t_q, d_model)``: all a step needs when K and V are cached."""
+        if not self.fused:
+            return self.W_q(query)
+        w_q = self.W_qkv.weight[: self.d_model]  # the first d_model rows of the tall W
+        b_q = None if self.W_qkv.bias is None else self.W_qkv.bias[: self.d_model]
+        return F.linear(query, w_q, b_q)
+
     def forward(
         self,
         query: torch.Tensor,
@@ -159,7 +167,10 @@ class MultiHeadAttention(nn.Module):
             cache: a :class:`companion.KVCache` (chapter 8): the new keys and values are
                 appended to it, and the queries attend to every cached position plus the
                 new ones, so ``t_k`` in ``mask`` and in the weights counts them all
-                (``len(cache)`` before the call plus ``key``'s length).
+                (``len(cache)`` before the call plus ``key``'s length). A
+                :class:`companion.MemoryCache` (cross-attention, chapter 6) is filled from
+                ``key`` and ``value`` at the first call; later calls reuse it and do not
+                project them again.
 
         Returns:
             ``(output, weights)``: output ``(batch, t_q, d_model)``; weights
@@ -168,9 +179,14 @@ class MultiHeadAttention(nn.Module):
         self._check_inputs(query, key, value)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a companion.KVCache (or None), got {type(cache).__name__}")
+        static = isinstance(cache, MemoryCache)
+        if static and self.rotary:
+            raise ValueError("a MemoryCache holds a memory's keys and values (cross-attention), and rotary "
+                             "positions belong to self-attention: use a KVCache")
+        reuse = static and len(cache) > 0  # the memory's keys and values, computed at an earlier step
         batch, t_q = query.size(0), query.size(1)
-        offset = len(cache) if cache is not None else 0  # the position of the first new key
-        t_k = offset + key.size(1)  # cached positions come first
+        offset = len(cache) if cache is not None and not static else 0  # the position of the first new key
+        t_k = len(cache) if reuse else offset + key.size(1)  # cached positions come first
         if mask is not None:
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
                 mask = mask.unsqueeze(1)  # (batch, 1, t_q, t_k): the same mask for every head
@@ -178,6 +194,11 @@ class MultiHeadAttention(nn.Module):
         if head_mask is not None:
             self._check_head_mask(head_mask, query)
 
+        if reuse:  # only the queries are new: (batch, num_heads, t_q, d_k); K and V as cached
+            Q, K, V = self.split_heads(self.project_query(query)), cache.K, cache.V
+            if K.size(0) != batch:
+                raise ValueError(f"the MemoryCache holds a memory for batch {K.size(0)}, got queries for {batch}")
+            return self._attend(Q, K, V, mask, need_weights, head_mask)
         Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
         Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
         if self.rotary:  # turn each query and key by its position's angles (chapter 5)
@@ -185,6 +206,10 @@ class MultiHeadAttention(nn.Module):
             K = apply_rotary(K, offset=offset)  # the new keys, after the cached ones
         if cache is not None:  # prepend the cached positions: (batch, num_heads, t_k, d_k)
             K, V = cache.update(K, V)
+        return self._attend(Q, K, V, mask, need_weights, head_mask)
+
+    def _attend(self, Q, K, V, mask, need_weights: bool, head_mask):
+        """Heads ``(batch, num_heads, t, d_k)`` -> ``(output (batch, t_q, d_model), weights)``."""
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
             heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask, dropout_p=dropout_p)

@@ -7,7 +7,7 @@ from torch import nn
 
 from ._checks import check_count, check_mask
 from .embedding import TokenEmbedding
-from .kv_cache import KVCache
+from .kv_cache import KVCache, MemoryCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask
 
@@ -15,7 +15,8 @@ __all__ = ["Encoder", "Decoder", "Transformer", "apply_layers"]
 
 
 def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, need_weights: bool = False,
-                 caches: list[KVCache] | None = None, hidden_states: list | None = None, **kwargs):
+                 caches: list[KVCache] | None = None, memory_caches: list[MemoryCache] | None = None,
+                 hidden_states: list | None = None, **kwargs):
     """The layer loop of every stack in the course: ``x`` through each layer in turn, then ``norm``.
 
     :class:`Encoder`, :class:`Decoder`, :class:`companion.TransformerLM`,
@@ -29,17 +30,22 @@ def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, 
         norm: the stack's final LayerNorm (pre-norm stacks), or ``None``.
         need_weights: also return each layer's attention weights.
         caches: ``None``, or one :class:`companion.KVCache` per layer (generation, chapter 8).
+        memory_caches: ``None``, or one :class:`companion.MemoryCache` per decoder layer
+            (cached encoder-decoder decoding, chapter 6).
         hidden_states: ``None``, or a list to which each layer's output is appended.
 
     Returns:
         ``(output, weights)``: output ``(batch, t, d_model)``; weights ``None`` or a list with
         each layer's weights.
     """
-    if caches is not None and len(caches) != len(layers):
-        raise ValueError(f"caches must hold one KVCache per layer ({len(layers)}), got {len(caches)}")
+    for name, given in (("caches", caches), ("memory_caches", memory_caches)):
+        if given is not None and len(given) != len(layers):
+            raise ValueError(f"{name} must hold one cache per layer ({len(layers)}), got {len(given)}")
     all_weights = []
     for i, layer in enumerate(layers):
         cache = {} if caches is None else {"cache": caches[i]}
+        if memory_caches is not None:
+            cache["memory_cache"] = memory_caches[i]
         x, weights = layer(x, *args, need_weights=need_weights, **cache, **kwargs)
         all_weights.append(weights)
         if hidden_states is not None:
@@ -136,7 +142,7 @@ class Decoder(_Stack):
 
     def decode(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
                memory_mask: torch.Tensor | None = None, need_weights: bool = False,
-               caches: list[KVCache] | None = None):
+               caches: list[KVCache] | None = None, memory_caches: list[MemoryCache] | None = None):
         """Run the layers on already embedded targets.
 
         Args:
@@ -146,13 +152,15 @@ class Decoder(_Stack):
             memory_mask: bool mask over the memory, e.g. ``(batch, 1, t_src)`` padding.
             need_weights: also return each layer's attention maps.
             caches: ``None``, or one :class:`companion.KVCache` per layer (its self-attention).
+            memory_caches: ``None``, or one :class:`companion.MemoryCache` per layer (its
+                cross-attention's keys and values of ``memory``).
 
         Returns:
             ``(output, weights)``: output ``(batch, t_tgt, d_model)``; weights ``None`` or a
             list with one ``{"self": ..., "cross": ...}`` dict per layer.
         """
         return apply_layers(self.layers, x, memory, norm=self.norm, mask=mask, memory_mask=memory_mask,
-                            need_weights=need_weights, caches=caches)
+                            need_weights=need_weights, caches=caches, memory_caches=memory_caches)
 
     def forward(self, tokens: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, need_weights: bool = False):
@@ -219,3 +227,33 @@ class Transformer(nn.Module):
         out, dec_weights = self.decoder(tgt, memory, mask=mask, memory_mask=src_mask, need_weights=need_weights)
         weights = {"encoder": enc_weights, "decoder": dec_weights} if need_weights else None
         return self.output_proj(out), weights
+
+    def new_caches(self) -> tuple[list[KVCache], list[MemoryCache]]:
+        """Empty caches for :meth:`decode_step`: one :class:`KVCache` and one :class:`MemoryCache` per decoder layer."""
+        return [KVCache() for _ in self.decoder.layers], [MemoryCache() for _ in self.decoder.layers]
+
+    def decode_step(self, tgt: torch.Tensor, memory: torch.Tensor, caches: tuple[list[KVCache], list[MemoryCache]],
+                    src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The logits of new target positions, the earlier ones read from ``caches`` (chapter 6).
+
+        Decoding with :meth:`forward` runs the whole prefix again at every step; here each step
+        runs only the new tokens: the self-attention keys and values of earlier positions are
+        cached, and the cross-attention's keys and values of ``memory`` are computed once.
+
+        Args:
+            tgt: int ``(batch, t_new)``, the new target tokens (at the first step: BOS).
+            memory: ``(batch, t_src, d_model)``, ``self.encoder(src, mask=src_mask)[0]``.
+            caches: from :meth:`new_caches`, passed again at every step; updated in place.
+            src_mask: as for :meth:`forward`.
+
+        Returns:
+            logits ``(batch, t_new, tgt_vocab_size)``, equal to the last ``t_new`` positions
+            of :meth:`forward` on the whole prefix.
+        """
+        self_caches, memory_caches = caches
+        offset = len(self_caches[0])  # target positions already decoded
+        x = self.decoder.embed(tgt, offset)  # (batch, t_new, d_model), at positions offset ...
+        mask = causal_mask(tgt.size(1), offset + tgt.size(1), device=tgt.device)  # (t_new, offset + t_new)
+        out, _ = self.decoder.decode(x, memory, mask=mask, memory_mask=src_mask, caches=self_caches,
+                                     memory_caches=memory_caches)
+        return self.output_proj(out)

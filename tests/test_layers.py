@@ -206,5 +206,5 @@ def test_stacks_pass_every_setting_to_their_layers_by_name():
 
 def test_the_layer_loop_checks_its_caches():
     stack = Encoder(11, D_MODEL, HEADS, 2, d_ff=D_FF)
-    with pytest.raises(ValueError, match="one KVCache per layer"):
+    with pytest.raises(ValueError, match=r"caches must hold one cache per layer \(2\), got 1"):
         stack.encode(torch.randn(1, 3, D_MODEL), caches=[KVCache()])

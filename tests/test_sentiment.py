@@ -10,8 +10,8 @@ from companion.models.sentiment import CONFIGS, build_classifier, load_classifie
 def fake_data(n=40):
     texts = [f"review number {i} is {'great' if i % 2 else 'awful'}" for i in range(n)]
     labels = [i % 2 for i in range(n)]
-    return {"train": Split(texts, labels, [8 if y else 2 for y in labels]),
-            "test": Split([t.upper() for t in texts], labels, [8 if y else 2 for y in labels])}
+    ratings = [7 + i % 4 if y else 1 + i % 4 for i, y in enumerate(labels)]  # 1-4 and 7-10, by review number
+    return {"train": Split(texts, labels, ratings), "test": Split([t.upper() for t in texts], labels, ratings)}
 
 
 def test_validation_is_carved_from_train_balanced_disjoint_and_reproducible():
@@ -22,6 +22,10 @@ def test_validation_is_carved_from_train_balanced_disjoint_and_reproducible():
     assert len(split["val"][0]) == 10 and sum(split["val"][1]) == 5  # half of each class
     assert len(split["train"][0]) == 30 and not train_texts & val_texts
     assert len(split["test"][0]) == 40 and split["test"][0][0] == ["review", "number", "0", "is", "awful"]
+    for part in ("train", "val", "test"):  # each review's own rating, in the split's order
+        numbers = [int(tokens[2]) for tokens in split[part][0]]
+        assert split["ratings"][part] == [7 + i % 4 if i % 2 else 1 + i % 4 for i in numbers]
+    assert len(split["ratings"]["train"]) == 30 and len(split["ratings"]["test"]) == 40
     assert split_imdb(data, val_size=10, seed=3) == split
     assert split_imdb(data, val_size=10, seed=4)["val"] != split["val"]
 

@@ -1456,6 +1456,76 @@ def masked_mean(x, keep):
     return torch.tensor(rows, dtype=x.dtype)
 """),
     ],
+    "ch07-token-shares": [
+        ("divides by the padded length", """
+def token_shares(x, keep, weight):
+    w = weight[1] - weight[0]
+    return torch.where(keep.unsqueeze(-1), x, 0) @ w / x.shape[1]
+"""),
+        ("padding included", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    return x @ (weight[1] - weight[0]) / n
+"""),
+        ("multiplies by the mask: NaN at padding stays NaN", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    return (x @ (weight[1] - weight[0])) * keep / n
+"""),
+        ("negative minus positive", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    return torch.where(keep, x @ (weight[0] - weight[1]), 0) / n
+"""),
+        ("the positive row only", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    return torch.where(keep, x @ weight[1], 0) / n
+"""),
+        ("not divided by the number of tokens", """
+def token_shares(x, keep, weight):
+    return torch.where(keep, x @ (weight[1] - weight[0]), 0)
+"""),
+        ("counts the whole batch's tokens", """
+def token_shares(x, keep, weight):
+    return torch.where(keep, x @ (weight[1] - weight[0]), 0) / keep.sum()
+"""),
+        ("assumes the real tokens come first", """
+def token_shares(x, keep, weight):
+    out = torch.zeros(x.shape[:2], dtype=x.dtype)
+    for i, n in enumerate(keep.sum(dim=1).tolist()):
+        out[i, :n] = x[i, :n] @ (weight[1] - weight[0]) / n
+    return out
+"""),
+        ("float32 result", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).float()
+    return torch.where(keep, x.float() @ (weight[1] - weight[0]).float(), 0) / n
+"""),
+        ("zeroes the padding in place", """
+def token_shares(x, keep, weight):
+    x[~keep] = 0
+    return x @ (weight[1] - weight[0]) / keep.sum(dim=1, keepdim=True)
+"""),
+        ("keeps a trailing axis: (batch, t, 1)", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    w = (weight[1] - weight[0]).unsqueeze(-1)
+    return torch.where(keep.unsqueeze(-1), x, 0) @ w / n.unsqueeze(-1)
+"""),
+        ("spreads the bias over the tokens", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    shares = torch.where(keep, x @ (weight[1] - weight[0]), 0) / n
+    return shares + keep.to(x.dtype) * 0.1 / n
+"""),
+        ("softmax of the shares", """
+def token_shares(x, keep, weight):
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    s = torch.where(keep, x @ (weight[1] - weight[0]), -math.inf)
+    return torch.softmax(s, dim=1)
+"""),
+    ],
     "ch06-causal": [
         ("shows the future (upper triangle)", """
 def decoder_mask(t_q, t_k):

@@ -10,6 +10,7 @@ recipes: one module per model the course trains.
 - :mod:`companion.models.classifier`: the Transformer sentiment classifier (chapter 7).
 - :mod:`companion.models.training`: its length-bucketed training loop and prediction.
 - :mod:`companion.models.sentiment`: chapter 7's configurations, split, save and load.
+- :mod:`companion.models.explain`: its decision split exactly into paths: direct, attention, feed-forward.
 - :mod:`companion.models.bag_of_words`: its TF-IDF + logistic regression baseline (needs scikit-learn).
 - :mod:`companion.models.language_model`: the decoder-only Transformer, its training and generation (chapter 8).
 - :mod:`companion.models.ngram_lm`: n-gram models with add-k smoothing, its baselines (chapter 8).

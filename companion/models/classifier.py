@@ -89,6 +89,19 @@ class TransformerClassifier(nn.Module):
             ``(batch, 1, t')`` (``None`` when no mask was given and there is no ``pad_id``);
             weights as in :meth:`forward`.
         """
+        x, keep = self.embed(tokens, keep)  # (batch, t', d_model), (batch, 1, t') or None
+        x, weights = self.encoder.encode(x, mask=keep, need_weights=need_weights)  # (batch, t', d_model)
+        return x, keep, weights
+
+    def embed(self, tokens: torch.Tensor, keep: torch.Tensor | None = None):
+        """What the encoder layers read: token embeddings + positions (+ the pair ending at each word).
+
+        Args:
+            tokens, keep: as for :meth:`forward`.
+
+        Returns:
+            ``(x, keep)``: x ``(batch, t', d_model)``; keep as :meth:`encode` returns it.
+        """
         check_tokens("tokens", tokens, pad_hint=" padded with pad_id")
         if tokens.size(1) > self.max_len:
             raise ValueError(
@@ -109,8 +122,7 @@ class TransformerClassifier(nn.Module):
         if self.bigrams is not None:
             pairs = self.bigrams(words)  # (batch, t, d_model): the pair ending at each word
             x = x + (F.pad(pairs, (0, 0, 1, 0)) if self.pooling == "cls" else pairs)  # [CLS] ends no pair
-        x, weights = self.encoder.encode(x, mask=keep, need_weights=need_weights)  # (batch, t', d_model)
-        return x, keep, weights
+        return x, keep
 
     @staticmethod
     def _given_mask(tokens: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor | None:

@@ -71,7 +71,9 @@ def split_imdb(data: dict[str, Split], val_size: int = 2500, seed: int = 0, quic
         quick: keep a small random subset of every split (2,000 / 500 / 2,000), for smoke runs.
 
     Returns:
-        ``{"train": (token lists, labels), "val": (...), "test": (...)}``.
+        ``{"train": (token lists, labels), "val": (...), "test": (...), "ratings": {...}}``;
+        ``ratings`` holds each review's star rating (1-4 negative, 7-10 positive) per split, in
+        the same order.
     """
     g = torch.Generator().manual_seed(seed)
     labels = data["train"].labels
@@ -88,10 +90,13 @@ def split_imdb(data: dict[str, Split], val_size: int = 2500, seed: int = 0, quic
     test_index = list(range(len(data["test"])))
     if quick:
         test_index = torch.randperm(len(test_index), generator=g, device="cpu")[:2000].tolist()
+    ratings = data["train"].ratings
     return {
         "train": ([tokenize(texts[i]) for i in train_index], [labels[i] for i in train_index]),
         "val": ([tokenize(texts[i]) for i in val_sorted], [labels[i] for i in val_sorted]),
         "test": ([tokenize(data["test"].texts[i]) for i in test_index], [data["test"].labels[i] for i in test_index]),
+        "ratings": {"train": [ratings[i] for i in train_index], "val": [ratings[i] for i in val_sorted],
+                    "test": [data["test"].ratings[i] for i in test_index]},
     }
 
 
@@ -125,7 +130,7 @@ def train_config(config: dict, split: dict, *, epochs: int | None = None, device
         ``(model, vocab, history)``; the model holds its best-validation weights.
     """
     vocab = Vocab.build(split["train"][0], max_size=config["vocab"])
-    encoded = {k: ([vocab.encode(t) for t in x], y) for k, (x, y) in split.items() if k in ("train", "val")}
+    encoded = {k: ([vocab.encode(t) for t in split[k][0]], split[k][1]) for k in ("train", "val")}
     keys = None
     if config["bigrams"]:
         keys = count_bigrams(encoded["train"][0], len(vocab), config["bigrams"], ignore_ids=(vocab.pad_id, vocab.unk_id))

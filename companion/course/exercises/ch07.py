@@ -1,4 +1,5 @@
-"""Chapter 7 exercises: padding-aware mean pooling, and a collate function for batches.
+"""Chapter 7 exercises: a collate function for batches, padding-aware mean pooling, and each
+token's share of the decision.
 
 Checks compare with values computed by hand or by plain PyTorch, never with the solutions.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Mismatch, call, expect_close, expect_equal, expect_gradient
+from ._core import Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -28,6 +29,14 @@ def collate(sequences, max_len, pad_id=0):
         tokens[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         keep[i, : len(seq)] = True  # from the length, never from the ids
     return tokens, keep
+
+
+def token_shares(x, keep, weight):
+    """x (batch, t, d), keep bool (batch, t), weight (2, d) -> shares (batch, t)."""
+    w = weight[1] - weight[0]  # (d,): the positive row minus the negative row
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)  # (batch, 1): real tokens per review
+    real = torch.where(keep.unsqueeze(-1), x, 0)  # (batch, t, d): padding -> 0, NaN too
+    return (real @ w) / n  # (batch, t)
 
 
 # --- checks -----------------------------------------------------------------------
@@ -163,6 +172,62 @@ def _collate_empty_batch(fn):
              "(max(lengths, default=0)), and return (0, 0) tensors of the right dtypes")
 
 
+_SHARES_HINT = ("share_t = (weight[1] - weight[0]) . x_t / n, with n the review's number of real tokens, and "
+                "0 at padding")
+
+
+def _shares(fn, x, keep, weight, expected, case, hint):
+    expect_close(call(fn, case, hint, x=x, keep=keep, weight=weight), expected, case, hint)
+
+
+def _shares_by_hand(fn):
+    x = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]]])  # the last position is padding
+    weight = torch.tensor([[0.0, 2.0], [1.0, 1.0]])  # row 0 negative, row 1 positive: w = [1, -1]
+    _shares(fn, x, torch.tensor([[True, True, False]]), weight, torch.tensor([[0.5, -0.5, 0.0]]),
+            "x = [[1, 0], [0, 1], [pad]], weight = [[0, 2], [1, 1]]",
+            _SHARES_HINT + "; row 1 of weight is the positive class, row 0 the negative")
+
+
+def _shares_sum_to_the_gap(fn):
+    randn = draws(71)
+    x, weight, bias = randn(3, 6, 4), randn(2, 4), randn(2)
+    keep = torch.arange(6) < torch.tensor([[6], [3], [1]])  # 6, 3 and 1 real tokens
+    pooled = torch.stack([x[i, keep[i]].mean(dim=0) for i in range(3)])  # (3, 4): the model's mean pooling
+    logits = pooled @ weight.T + bias  # (3, 2)
+    case = "a batch with 6, 3 and 1 real tokens"
+    got = call(fn, case, _SHARES_HINT, x=x, keep=keep, weight=weight)
+    expected = torch.where(keep, x @ (weight[1] - weight[0]), 0) / keep.sum(dim=1, keepdim=True)
+    expect_close(got, expected, case, _SHARES_HINT + "; each review divides by its own count of real tokens")
+    gap = logits[:, 1] - logits[:, 0]
+    expect_close(got.sum(dim=1) + (bias[1] - bias[0]), gap, case + ": shares + (b_1 - b_0) against the logit gap",
+                 "the shares of one review add up to logit_1 - logit_0 - (b_1 - b_0)")
+
+
+def _shares_nan_padding(fn):
+    x = torch.tensor([[[2.0], [float("nan")], [float("inf")]], [[1.0], [3.0], [-float("inf")]]])
+    keep = torch.tensor([[True, False, False], [True, True, False]])
+    _shares(fn, x, keep, torch.tensor([[0.0], [1.0]]), torch.tensor([[2.0, 0.0, 0.0], [0.5, 1.5, 0.0]]),
+            "padding positions of x hold NaN and inf",
+            "anything at padding, even NaN, must give a share of exactly 0: NaN * 0 is NaN, so select with "
+            "torch.where(keep, ...) rather than multiplying by the mask")
+
+
+def _shares_mask_not_a_prefix(fn):
+    x = torch.tensor([[[1.0], [2.0], [4.0], [8.0]]])
+    keep = torch.tensor([[False, True, False, True]])
+    _shares(fn, x, keep, torch.tensor([[0.0], [1.0]]), torch.tensor([[0.0, 1.0, 0.0, 4.0]]),
+            "keep = [F, T, F, T] (real tokens not at the start)",
+            "use the mask itself, position by position, not a length cut x[:, :n]")
+
+
+def _shares_float64(fn):
+    x = torch.tensor([[[0.1], [1 / 3], [9.0]]], dtype=torch.float64)
+    weight = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+    _shares(fn, x, torch.tensor([[True, True, False]]), weight,
+            torch.tensor([[0.1 / 2, 1 / 6, 0.0]], dtype=torch.float64), "float64 x and weight",
+            "compute in x's dtype all the way: the count of real tokens .to(x.dtype), no .float() step")
+
+
 EXERCISES = (
     Exercise("ch07-collate", "truncate, pad and mask a batch", "collate",
              (_collate_by_hand, _collate_truncates, _collate_pad_id, _collate_real_token_equal_to_pad_id,
@@ -171,6 +236,9 @@ EXERCISES = (
     Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
              (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_mask_not_a_prefix,
               _mean_float64, _mean_gradients), masked_mean),
+    Exercise("ch07-token-shares", "each token's share of the logit gap", "token_shares",
+             (_shares_by_hand, _shares_sum_to_the_gap, _shares_nan_padding, _shares_mask_not_a_prefix,
+              _shares_float64), token_shares),
 )
 
-__all__ = ["EXERCISES", "masked_mean", "collate", "Mismatch"]
+__all__ = ["EXERCISES", "masked_mean", "collate", "token_shares", "Mismatch"]

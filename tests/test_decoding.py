@@ -1,0 +1,107 @@
+"""Decoding an encoder-decoder: greedy with caches equals greedy without; beam search."""
+
+import math
+
+import pytest
+import torch
+
+from companion import KVCache, MemoryCache, MultiHeadAttention, Transformer, beam_search, greedy_decode
+
+
+def small_transformer(seed=0, norm_first=False):
+    torch.manual_seed(seed)
+    return Transformer(11, 13, d_model=16, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=32,
+                       dropout=0.0, norm_first=norm_first, max_len=40, src_pad_id=0, tgt_pad_id=0).eval()
+
+
+def source():
+    src = torch.tensor([[3, 4, 5, 6, 7], [8, 2, 9, 0, 0], [5, 5, 0, 0, 0]])
+    return src, (src != 0)[:, None, :]  # (3, 5), (3, 1, 5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decode_step_equals_the_full_forward_pass_position_by_position(norm_first):
+    model = small_transformer(norm_first=norm_first)
+    src, mask = source()
+    tgt = torch.tensor([[1, 4, 6, 2, 7, 3], [1, 9, 9, 12, 5, 5], [1, 3, 0, 0, 0, 0]])
+    full = model(src, tgt, src_mask=mask)[0]  # (3, 6, 13)
+    memory = model.encoder(src, mask=mask)[0]
+    caches = model.new_caches()
+    steps = [model.decode_step(tgt[:, :2], memory, caches, src_mask=mask)]  # two positions at once, then one
+    steps += [model.decode_step(tgt[:, i:i + 1], memory, caches, src_mask=mask) for i in range(2, 6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    assert [len(c) for c in caches[0]] == [6, 6] and [len(c) for c in caches[1]] == [5, 5]  # memory: t_src
+
+
+def test_cached_greedy_decoding_gives_the_same_tokens():
+    for seed in range(3):
+        model = small_transformer(seed)
+        src, mask = source()
+        cached = greedy_decode(model, src, bos_id=1, eos_id=2, max_len=12, src_mask=mask)
+        plain = greedy_decode(model, src, bos_id=1, eos_id=2, max_len=12, src_mask=mask, use_cache=False)
+        assert torch.equal(cached, plain)
+
+
+def test_a_memory_cache_projects_the_memory_once():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).eval()
+    memory, queries = torch.randn(2, 5, 8), torch.randn(2, 3, 8)
+    cache = MemoryCache()
+    first = mha(queries[:, :1], memory, memory, cache=cache)[0]
+    projected = []
+    mha.W_qkv.register_forward_hook(lambda *args: projected.append(1))  # the tall W: Q, K and V at once
+    later = mha(queries[:, 1:], memory * 0, memory * 0, cache=cache)[0]  # a different memory is not read
+    expected = mha(queries, memory, memory)[0]
+    torch.testing.assert_close(torch.cat([first, later], dim=1), expected)
+    assert projected == [] and len(cache) == 5
+    with pytest.raises(ValueError, match="cannot be extended"):
+        cache.update(cache.K, cache.V)
+    with pytest.raises(ValueError, match="use a KVCache"):
+        MultiHeadAttention(8, 2, rotary=True)(queries, memory, memory, cache=MemoryCache())
+    assert isinstance(cache, KVCache) and repr(cache).startswith("MemoryKVCache(K (2, 2, 5, 4)")
+
+
+def test_width_one_beam_search_is_greedy():
+    model = small_transformer(1)
+    src, mask = source()
+    beam, _ = beam_search(model, src, bos_id=1, eos_id=2, max_len=9, width=1, src_mask=mask)
+    assert torch.equal(beam, greedy_decode(model, src, bos_id=1, eos_id=2, max_len=9, src_mask=mask))
+
+
+class Table(torch.nn.Module):
+    """A decoder whose next-token probabilities depend on the last token only (vocabulary 0..4).
+
+    After BOS (1): token 3 with 0.6, token 4 with 0.4. After 3: EOS (2) 0.3, 3 0.35, 4 0.35.
+    After 4: EOS 0.9. Greedy takes 3 (0.6) and then has at best 0.35: 3 3 ... ; the most
+    probable output is 4 EOS (0.4 * 0.9 = 0.36), which a beam of 2 finds.
+    """
+
+    probs = {1: [0, 0, 0, 0.6, 0.4], 3: [0, 0, 0.3, 0.35, 0.35], 4: [0.05, 0, 0.9, 0.05, 0], 0: [1, 0, 0, 0, 0],
+             2: [1, 0, 0, 0, 0]}
+
+    def forward(self, src, tgt, src_mask=None):
+        rows = [[self.probs[int(t)] for t in seq] for seq in tgt]
+        return torch.tensor(rows).clamp_min(1e-12).log(), None  # (batch, t, 5) log-probabilities as logits
+
+
+def test_beam_search_finds_what_greedy_misses():
+    model, src = Table(), torch.ones(1, 1, dtype=torch.long)
+    greedy = greedy_decode(model, src, bos_id=1, eos_id=2, max_len=3)
+    assert greedy.tolist() == [[1, 3, 3, 3]]  # never reaches EOS within 3 tokens: 0.6 * 0.35 * 0.35
+    tokens, log_p = beam_search(model, src, bos_id=1, eos_id=2, max_len=3, width=2)
+    assert tokens.tolist() == [[1, 4, 2, 0]] and math.isclose(log_p.item(), math.log(0.36), rel_tol=1e-5)
+
+
+def test_the_beam_score_is_the_log_probability_of_its_tokens():
+    model = small_transformer(2)
+    src, mask = source()
+    tokens, log_p = beam_search(model, src, bos_id=1, eos_id=2, max_len=6, width=3, src_mask=mask)
+    log_probs = torch.log_softmax(model(src, tokens[:, :-1], src_mask=mask)[0], dim=-1)
+    picked = log_probs.gather(-1, tokens[:, 1:, None])[..., 0]  # (batch, n)
+    after_eos = (tokens[:, 1:] == 2).cumsum(dim=1) - (tokens[:, 1:] == 2).long() > 0  # padding after EOS
+    torch.testing.assert_close(picked.masked_fill(after_eos, 0).sum(dim=1), log_p, atol=1e-4, rtol=1e-4)
+
+
+def test_beam_search_rejects_a_bad_width():
+    with pytest.raises(ValueError, match="width must be a positive int"):
+        beam_search(small_transformer(), source()[0], 1, 2, 5, width=0)
