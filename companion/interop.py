@@ -108,6 +108,9 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
             raise ValueError(f"num_heads differ{where}: companion has {ours.num_heads}, PyTorch {theirs.num_heads}")
         if theirs.add_zero_attn or theirs.bias_k is not None:
             raise ValueError(f"nn.MultiheadAttention{where} uses add_zero_attn/add_bias_kv, which companion does not have")
+        if ours.wide:
+            raise ValueError(f"the companion MultiHeadAttention{where} has wide heads (d_k = d_model), and PyTorch's "
+                             "heads are narrow (d_k = d_model // num_heads): there is no equal PyTorch module")
         if ours.rotary:
             raise ValueError(f"the companion MultiHeadAttention{where} has rotary=True, and PyTorch's has no rotary "
                              f"embeddings: with the same weights they compute different functions")

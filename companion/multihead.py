@@ -6,6 +6,12 @@ subspace::
     head_i = Attention(Q W_q^i, K W_k^i, V W_v^i)
     MultiHead(Q, K, V) = concat(head_1, ..., head_h) W_o
 
+These are **narrow** heads: together they are as wide as one full-width head, so the layer
+costs the same for any number of heads. **Wide** heads (``wide=True``) give every head the
+full width, ``d_k = d_model``, so ``h`` heads cost ``h`` times the parameters and operations
+(``W_q`` is ``(h d_model, d_model)``, ``W_o`` is ``(d_model, h d_model)``); chapter 4
+measures both.
+
 All heads' projections are stored as one matrix per role, so one matrix product computes
 every head at once; ``split_heads`` then reshapes ``(batch, t, d_model)`` into
 ``(batch, num_heads, t, d_k)``. When query, key and value have the same width the three
@@ -32,7 +38,7 @@ class MultiHeadAttention(nn.Module):
 
     Args:
         d_model: width of the queries and of the output; split evenly over the heads.
-        num_heads: number of heads; must divide ``d_model``.
+        num_heads: number of heads; must divide ``d_model`` (unless ``wide``).
         dropout: dropout on the attention weights (training mode only).
         bias: whether the projections have biases.
         kdim: width of the keys (cross-attention from another sequence); default ``d_model``.
@@ -40,10 +46,13 @@ class MultiHeadAttention(nn.Module):
         rotary: rotate every head's queries and keys by their positions
             (:func:`companion.apply_rotary`, chapter 5): query ``i`` and key ``j`` at
             positions ``0 .. t_q - 1`` and ``0 .. t_k - 1``; ``d_k`` must be even.
+        wide: every head full width (``d_k = d_model``), as in source 002's ``former``;
+            ``False`` (the paper, PyTorch): ``d_k = d_model // num_heads``.
 
-    Parameters: ``W_qkv`` (a ``Linear(d_model, 3 d_model)``, the stacked ``W_q; W_k; W_v``)
+    Parameters: ``W_qkv`` (a ``Linear(d_model, 3 d_heads)``, the stacked ``W_q; W_k; W_v``)
     when ``kdim == vdim == d_model``, otherwise separate ``W_q``, ``W_k``, ``W_v``; and the
-    output projection ``W_o``.
+    output projection ``W_o``, ``Linear(d_heads, d_model)``. ``d_heads = num_heads * d_k``
+    is the width of all heads together: ``d_model`` for narrow heads.
     """
 
     def __init__(
@@ -55,12 +64,15 @@ class MultiHeadAttention(nn.Module):
         kdim: int | None = None,
         vdim: int | None = None,
         rotary: bool = False,
+        wide: bool = False,
     ) -> None:
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("num_heads", num_heads)
         check_probability("dropout", dropout)
-        if d_model % num_heads != 0:
+        if not isinstance(wide, bool):
+            raise TypeError(f"wide must be True or False, got {wide!r}")
+        if not wide and d_model % num_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads} "
                 f"(each head gets d_model // num_heads dimensions); pick num_heads among the divisors of d_model"
@@ -69,22 +81,24 @@ class MultiHeadAttention(nn.Module):
         vdim = d_model if vdim is None else vdim
         check_positive_int("kdim", kdim)
         check_positive_int("vdim", vdim)
-        self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_model // num_heads
+        self.d_model, self.num_heads, self.wide = d_model, num_heads, wide
+        self.d_k = d_model if wide else d_model // num_heads  # one head's width
+        self.d_heads = num_heads * self.d_k  # all heads together: d_model, or num_heads * d_model
         self.kdim, self.vdim, self.dropout = kdim, vdim, dropout
         if not isinstance(rotary, bool):
             raise TypeError(f"rotary must be True or False, got {rotary!r}")
         if rotary and self.d_k % 2:
-            raise ValueError(f"rotary embeddings rotate pairs of features, so the head width d_k = d_model // "
-                             f"num_heads must be even, got d_k={self.d_k}; change d_model or num_heads")
+            raise ValueError(f"rotary embeddings rotate pairs of features, so the head width d_k must be even, "
+                             f"got d_k={self.d_k}; change d_model or num_heads")
         self.rotary = rotary
         self.fused = kdim == d_model and vdim == d_model
         if self.fused:
-            self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # the "tall W": [W_q; W_k; W_v]
+            self.W_qkv = nn.Linear(d_model, 3 * self.d_heads, bias=bias)  # the "tall W": [W_q; W_k; W_v]
         else:
-            self.W_q = nn.Linear(d_model, d_model, bias=bias)
-            self.W_k = nn.Linear(kdim, d_model, bias=bias)
-            self.W_v = nn.Linear(vdim, d_model, bias=bias)
-        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+            self.W_q = nn.Linear(d_model, self.d_heads, bias=bias)
+            self.W_k = nn.Linear(kdim, self.d_heads, bias=bias)
+            self.W_v = nn.Linear(vdim, self.d_heads, bias=bias)
+        self.W_o = nn.Linear(self.d_heads, d_model, bias=bias)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -98,27 +112,27 @@ class MultiHeadAttention(nn.Module):
             nn.init.zeros_(self.W_o.bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, t, d_model)`` -> ``(batch, num_heads, t, d_k)``."""
+        """``(batch, t, d_heads)`` -> ``(batch, num_heads, t, d_k)`` (``d_heads = d_model`` for narrow heads)."""
         batch, t, _ = x.shape
         return x.view(batch, t, self.num_heads, self.d_k).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, num_heads, t, d_k)`` -> ``(batch, t, d_model)``, the inverse of ``split_heads``."""
+        """``(batch, num_heads, t, d_k)`` -> ``(batch, t, d_heads)``, the inverse of ``split_heads``."""
         batch, _, t, _ = x.shape
-        return x.transpose(1, 2).reshape(batch, t, self.d_model)
+        return x.transpose(1, 2).reshape(batch, t, self.d_heads)
 
     def project(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor):
         """Compute ``Q = query W_q^T``, ``K = key W_k^T``, ``V = value W_v^T`` for all heads.
 
-        Returns three tensors ``(batch, t, d_model)``: ``Q`` has ``t_q`` rows, ``K`` and
+        Returns three tensors ``(batch, t, d_heads)``: ``Q`` has ``t_q`` rows, ``K`` and
         ``V`` have ``t_k``.
         """
         if not self.fused:
             return self.W_q(query), self.W_k(key), self.W_v(value)
         if query is key and key is value:  # self-attention: one product with the tall W
             return self.W_qkv(query).chunk(3, dim=-1)
-        w_q, w_kv = self.W_qkv.weight.split([self.d_model, 2 * self.d_model])
-        b_q, b_kv = (None, None) if self.W_qkv.bias is None else self.W_qkv.bias.split([self.d_model, 2 * self.d_model])
+        w_q, w_kv = self.W_qkv.weight.split([self.d_heads, 2 * self.d_heads])
+        b_q, b_kv = (None, None) if self.W_qkv.bias is None else self.W_qkv.bias.split([self.d_heads, 2 * self.d_heads])
         Q = F.linear(query, w_q, b_q)
         if key is value:  # cross-attention over one memory: K and V in one product
             K, V = F.linear(key, w_kv, b_kv).chunk(2, dim=-1)
@@ -129,11 +143,11 @@ class MultiHeadAttention(nn.Module):
         return Q, K, V
 
     def project_query(self, query: torch.Tensor) -> torch.Tensor:
-        """``Q = query W_q^T``, ``(batch, t_q, d_model)``: all a step needs when K and V are cached."""
+        """``Q = query W_q^T``, ``(batch, t_q, d_heads)``: all a step needs when K and V are cached."""
         if not self.fused:
             return self.W_q(query)
-        w_q = self.W_qkv.weight[: self.d_model]  # the first d_model rows of the tall W
-        b_q = None if self.W_qkv.bias is None else self.W_qkv.bias[: self.d_model]
+        w_q = self.W_qkv.weight[: self.d_heads]  # the first d_heads rows of the tall W
+        b_q = None if self.W_qkv.bias is None else self.W_qkv.bias[: self.d_heads]
         return F.linear(query, w_q, b_q)
 
     def forward(
@@ -255,4 +269,5 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self) -> str:
         extra = "" if self.fused else f", kdim={self.kdim}, vdim={self.vdim}"
         extra += ", rotary=True" if self.rotary else ""
+        extra += ", wide=True" if self.wide else ""
         return f"d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k}, dropout={self.dropout}{extra}"

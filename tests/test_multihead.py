@@ -174,3 +174,52 @@ def test_head_mask_errors():
         mha(x, x, x, head_mask=torch.tensor([1, 0, 1]))
     with pytest.raises(TypeError, match="same dtype"):
         mha(x, x, x, head_mask=torch.ones(3, dtype=torch.float64))
+
+
+def test_wide_heads_are_full_width_heads_concatenated_then_projected():
+    """wide=True: every head attends with d_k = d_model, written out head by head."""
+    from companion import scaled_dot_product_attention
+
+    torch.manual_seed(0)
+    d, h, t = 8, 3, 5
+    mha = MultiHeadAttention(d, h, wide=True).eval()
+    assert mha.d_k == d and mha.W_qkv.weight.shape == (3 * h * d, d) and mha.W_o.weight.shape == (d, h * d)
+    assert sum(p.numel() for p in mha.parameters()) == 4 * h * d * d + 3 * h * d + d
+    x = torch.randn(2, t, d)
+    W_q, W_k, W_v = mha.W_qkv.weight.split(h * d)  # (h d, d) each
+    b_q, b_k, b_v = mha.W_qkv.bias.split(h * d)
+    heads = []
+    for i in range(h):
+        rows = slice(i * d, (i + 1) * d)
+        Q, K, V = (x @ W[rows].T + b[rows] for W, b in ((W_q, b_q), (W_k, b_k), (W_v, b_v)))  # (2, t, d)
+        heads.append(scaled_dot_product_attention(Q, K, V)[0])  # scaled by sqrt(d): the head's own width
+    expected = mha.W_o(torch.cat(heads, dim=-1))  # (2, t, h d) -> (2, t, d)
+    torch.testing.assert_close(mha(x, x, x)[0], expected)
+    torch.testing.assert_close(mha(x, x, x, need_weights=True)[0], expected)  # the explicit formula too
+
+
+def test_one_wide_head_is_one_narrow_head():
+    torch.manual_seed(0)
+    wide, narrow = MultiHeadAttention(8, 1, wide=True), MultiHeadAttention(8, 1)
+    narrow.load_state_dict(wide.state_dict())
+    x = torch.randn(2, 4, 8)
+    torch.testing.assert_close(wide(x, x, x)[0], narrow(x, x, x)[0])
+
+
+def test_wide_heads_work_with_a_cache_rotary_and_cross_attention_and_refuse_copying():
+    from companion import KVCache, copy_weights
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(6, 4, wide=True, rotary=True).eval()  # 4 does not divide 6: fine when wide
+    x = torch.randn(1, 5, 6)
+    cache = KVCache()
+    steps = [mha(x[:, i:i + 1], x[:, i:i + 1], x[:, i:i + 1], cache=cache)[0] for i in range(5)]
+    from companion import causal_mask
+
+    torch.testing.assert_close(torch.cat(steps, 1), mha(x, x, x, mask=causal_mask(5))[0])
+    cross = MultiHeadAttention(6, 2, kdim=3, vdim=4, wide=True)
+    assert cross(x, torch.randn(1, 7, 3), torch.randn(1, 7, 4))[0].shape == (1, 5, 6)
+    with pytest.raises(ValueError, match="wide heads"):
+        copy_weights(MultiHeadAttention(6, 2, wide=True), torch.nn.MultiheadAttention(6, 2, batch_first=True))
+    with pytest.raises(TypeError, match="wide must be True or False"):
+        MultiHeadAttention(6, 2, wide="yes")

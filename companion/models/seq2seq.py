@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data.reversal import BOS, EOS, PAD, Pairs
-from ..decoding import greedy_decode
+from ..decoding import beam_search, greedy_decode
 from .train_loop import fit
 
 __all__ = ["train_seq2seq", "translate", "exact_match"]
@@ -61,8 +61,16 @@ def train_seq2seq(
                desc=desc).loss
 
 
-def translate(model, pairs: Pairs, batch_size: int = 500) -> torch.Tensor:
-    """Greedy outputs for every source of ``pairs`` (chapter 6).
+def translate(model, pairs: Pairs, batch_size: int = 500, width: int = 1, use_cache: bool = True) -> torch.Tensor:
+    """Decoded outputs for every source of ``pairs`` (chapter 6).
+
+    Args:
+        model: a trained :class:`companion.Transformer` or :class:`companion.GRUSeq2Seq`.
+        pairs: the sources (and targets, for their layout).
+        batch_size: sources decoded at once.
+        width: 1 for greedy decoding (:func:`companion.greedy_decode`), more for beam search
+            (:func:`companion.beam_search`) with that many prefixes kept.
+        use_cache: greedy decoding with the model's caches where it has them.
 
     Returns:
         int64 ``(n, t_src + 2)``: BOS, the output, EOS, then PAD, laid out like ``pairs.tgt``
@@ -73,11 +81,19 @@ def translate(model, pairs: Pairs, batch_size: int = 500) -> torch.Tensor:
     rows = []
     for start in range(0, len(pairs), batch_size):
         src = pairs.src[start : start + batch_size].to(device)
-        out = greedy_decode(model, src, BOS, EOS, max_len=t - 1, src_mask=_src_mask(src), pad_id=PAD)
+        if width == 1:
+            out = greedy_decode(model, src, BOS, EOS, max_len=t - 1, src_mask=_src_mask(src), pad_id=PAD,
+                                use_cache=use_cache)
+        else:
+            out, _ = beam_search(model, src, BOS, EOS, max_len=t - 1, width=width, src_mask=_src_mask(src),
+                                 pad_id=PAD)
         rows.append(F.pad(out.cpu(), (0, t - out.size(1)), value=PAD))
     return torch.cat(rows)
 
 
-def exact_match(model, pairs: Pairs) -> torch.Tensor:
-    """Bool ``(n,)``: whether each greedy output equals its target exactly, EOS included (chapter 6)."""
-    return (translate(model, pairs) == pairs.tgt).all(dim=1)
+def exact_match(model, pairs: Pairs, width: int = 1) -> torch.Tensor:
+    """Bool ``(n,)``: whether each output equals its target exactly, EOS included (chapter 6).
+
+    ``width`` 1 decodes greedily, more with beam search (see :func:`translate`).
+    """
+    return (translate(model, pairs, width=width) == pairs.tgt).all(dim=1)

@@ -31,10 +31,11 @@ class TwoRelations(nn.Module):
         vocab_size: number of symbols.
         max_len: the longest sequence (one learned position embedding per position).
         d_model: the total width, split over the heads.
-        num_heads: number of heads; must divide ``d_model``.
+        num_heads: number of heads; must divide ``d_model`` (unless ``wide``).
+        wide: full-width heads (:class:`companion.MultiHeadAttention` ``wide=True``).
     """
 
-    def __init__(self, vocab_size: int, max_len: int, d_model: int, num_heads: int) -> None:
+    def __init__(self, vocab_size: int, max_len: int, d_model: int, num_heads: int, wide: bool = False) -> None:
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("max_len", max_len)):
             check_positive_int(name, value)
@@ -42,7 +43,7 @@ class TwoRelations(nn.Module):
         self.symbol = nn.Embedding(vocab_size, d_model)
         self.mark = nn.Embedding(2, d_model)
         self.position = nn.Embedding(max_len, d_model)
-        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.attention = MultiHeadAttention(d_model, num_heads, wide=wide)
         self.head = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.ReLU(), nn.Linear(4 * d_model, vocab_size))
 
     def embed(self, tokens: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:

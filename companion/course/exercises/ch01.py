@@ -271,11 +271,14 @@ EXERCISES = (
              hardargmax,
              allows=Allows(lambda randn: {"scores": randn(5)}, batched=("scores",), half=True)),
     Exercise("ch01-soft-lookup", "a soft key-value lookup", "soft_lookup",
-             (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_float64), soft_lookup),
+             (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_float64), soft_lookup,
+             allows=Allows(lambda randn: {"query": randn(4), "keys": randn(6, 4), "values": randn(6, 3), "beta": 2.0},
+                           half=True)),
     Exercise("ch01-self-attention", "parameter-free self-attention", "self_attention",
              (_self_attention_small, _self_attention_beta, _self_attention_general,
               _self_attention_weights_sum_to_one, _self_attention_rows_of_different_scale, _self_attention_large,
-              _self_attention_float64), self_attention),
+              _self_attention_float64), self_attention,
+             allows=Allows(lambda randn: {"X": randn(5, 4), "beta": 1.5}, half=True, large={"X": 8.0})),
 )
 
 __all__ = ["EXERCISES", "softargmax", "hardargmax", "soft_lookup", "self_attention", "Mismatch"]

@@ -438,7 +438,9 @@ def _masked_far_below(fn):
 EXERCISES = (
     Exercise("ch02-attend-one", "self-attention for one query, step by step", "attend_one",
              (_one_small, _one_last_token, _one_widths, _one_single_token, _one_large_scores, _one_float64,
-              _one_gradients), attend_one),
+              _one_gradients), attend_one,
+             allows=Allows(lambda randn: {"X": randn(5, 6), "i": 2, "W_q": randn(6, 3), "W_k": randn(6, 3),
+                                          "W_v": randn(6, 4)}, half=True, large={"W_q": 30.0})),
     Exercise("ch02-equivariance-gap", "measure permutation equivariance", "equivariance_gap",
              (_gap_order_aware, _gap_sign, _gap_equivariant, _gap_batched, _gap_two_batch_dims, _gap_new_width,
               _gap_float64, _gap_dtype_of_f),

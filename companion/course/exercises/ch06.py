@@ -15,7 +15,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._core import (Exercise, Mismatch, call, draws, expect_close, expect_equal,
+from ._core import (Allows, Exercise, Mismatch, call, draws, expect_close, expect_equal,
                     expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
@@ -408,7 +408,9 @@ def _ffn_float64_gradients(fn):
 EXERCISES = (
     Exercise("ch06-additive", "additive (Bahdanau) attention", "additive_attention",
              (_additive_by_hand, _additive_shapes, _additive_padding, _additive_one, _additive_float64_gradients),
-             additive_attention, forbidden=("AdditiveAttention",)),
+             additive_attention, forbidden=("AdditiveAttention",),
+             allows=Allows(lambda randn: {"s": randn(2, 3), "H": randn(2, 5, 4), "mask": None, "W_q": randn(6, 3),
+                                          "W_k": randn(6, 4), "v": randn(6)}, half=True)),
     Exercise("ch06-conv", "the feed-forward network as a 1-D convolution", "conv_feed_forward",
              (_ffn_by_hand, _ffn_shapes, _ffn_square, _ffn_one, _ffn_float64_gradients),
              conv_feed_forward,

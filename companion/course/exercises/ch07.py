@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -228,6 +228,8 @@ def _shares_float64(fn):
             "compute in x's dtype all the way: the count of real tokens .to(x.dtype), no .float() step")
 
 
+_KEEP = torch.tensor([[True] * 5, [True, False, True, False, False], [False] * 4 + [True]])  # (3, 5): 5, 2 and 1 real tokens, not all first
+
 EXERCISES = (
     Exercise("ch07-collate", "truncate, pad and mask a batch", "collate",
              (_collate_by_hand, _collate_truncates, _collate_pad_id, _collate_real_token_equal_to_pad_id,
@@ -235,10 +237,12 @@ EXERCISES = (
               _collate_empty_batch), collate),
     Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
              (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_mask_not_a_prefix,
-              _mean_float64, _mean_gradients), masked_mean),
+              _mean_float64, _mean_gradients), masked_mean,
+             allows=Allows(lambda randn: {"x": randn(3, 5, 4), "keep": _KEEP}, half=True)),
     Exercise("ch07-token-shares", "each token's share of the logit gap", "token_shares",
              (_shares_by_hand, _shares_sum_to_the_gap, _shares_nan_padding, _shares_mask_not_a_prefix,
-              _shares_float64), token_shares),
+              _shares_float64), token_shares,
+             allows=Allows(lambda randn: {"x": randn(3, 5, 4), "keep": _KEEP, "weight": randn(2, 4)}, half=True)),
 )
 
 __all__ = ["EXERCISES", "masked_mean", "collate", "token_shares", "Mismatch"]
