@@ -37,8 +37,12 @@ def test_cached_greedy_decoding_gives_the_same_tokens():
     for seed in range(3):
         model = small_transformer(seed)
         src, mask = source()
+        steps, decode_step = [], model.decode_step
+        model.decode_step = lambda tgt, *args, **kwargs: steps.append(tgt.shape) or decode_step(tgt, *args, **kwargs)
         cached = greedy_decode(model, src, bos_id=1, eos_id=2, max_len=12, src_mask=mask)
+        assert steps and all(shape == (3, 1) for shape in steps)  # one new position per step
         plain = greedy_decode(model, src, bos_id=1, eos_id=2, max_len=12, src_mask=mask, use_cache=False)
+        assert len(steps) == cached.shape[1] - 1  # the uncached run did not use it
         assert torch.equal(cached, plain)
 
 
@@ -47,13 +51,14 @@ def test_a_memory_cache_projects_the_memory_once():
     mha = MultiHeadAttention(8, 2).eval()
     memory, queries = torch.randn(2, 5, 8), torch.randn(2, 3, 8)
     cache = MemoryCache()
+    projected, project = [], mha.project
+    mha.project = lambda *args: projected.append(1) or project(*args)  # counts projections of K and V
     first = mha(queries[:, :1], memory, memory, cache=cache)[0]
-    projected = []
-    mha.W_qkv.register_forward_hook(lambda *args: projected.append(1))  # the tall W: Q, K and V at once
     later = mha(queries[:, 1:], memory * 0, memory * 0, cache=cache)[0]  # a different memory is not read
+    assert projected == [1] and len(cache) == 5  # the first call only
+    del mha.project
     expected = mha(queries, memory, memory)[0]
     torch.testing.assert_close(torch.cat([first, later], dim=1), expected)
-    assert projected == [] and len(cache) == 5
     with pytest.raises(ValueError, match="cannot be extended"):
         cache.update(cache.K, cache.V)
     with pytest.raises(ValueError, match="use a KVCache"):
