@@ -5,6 +5,7 @@
     python benchmarks/imdb.py --configs course --set max_len=256 # one ablation row: the course model, changed
     python benchmarks/imdb.py --configs course --set seed=1      # the course model, another training seed
     python benchmarks/imdb.py --ablation                         # every row of ABLATIONS (about 55 min on 2 cores)
+    python benchmarks/imdb.py --ablation --only "deeper: 2 layers"  # one row again; the others are kept
 
 A full run of every config (and --ablation) writes its table to
 companion/models/sentiment_results.json, which chapter 7 reads; quick runs, --set and
@@ -111,15 +112,36 @@ def about(threads: int, quick: bool) -> dict:
                 date=datetime.date.today().isoformat(), quick=quick, command=" ".join(["python", *sys.argv]))
 
 
-def ablation(quick: bool, threads: int, results_path: str | None) -> None:
-    print("| change to the course model | parameters | training wall time (s) | best val acc | test acc |")
-    print("|---|---:|---:|---:|---:|", flush=True)
+def ablation(quick: bool, threads: int, results_path: str | None, only: list[str] | None = None) -> None:
+    """Train every row of ABLATIONS, or with ``only`` those rows, keeping the others' stored measurements."""
+    unknown = [label for label in only or [] if label not in ABLATIONS]
+    if unknown:
+        raise SystemExit(f"--only takes labels of ABLATIONS ({'; '.join(ABLATIONS)}), got {unknown}")
+    kept = {}
+    if only:
+        if not results_path or not os.path.exists(results_path):
+            raise SystemExit("--only keeps the other rows of an existing results file: give --results, or run all rows")
+        stored = json.loads(open(results_path, encoding="utf-8").read()).get("ablation", {})
+        for row in stored.get("rows", []):
+            # rows measured before configs were recorded ran the course config with their changes
+            row.setdefault("config", {**CONFIGS["course"], **{k: v for k, v in row["changes"].items() if k != "seed"}})
+            row.setdefault("seed", row["changes"].get("seed", 0))
+            row.setdefault("date", stored.get("date"))
+            kept[row["label"]] = row
+    print("| change to the course model | parameters | training wall time (s) | best val acc | test acc | measured |")
+    print("|---|---:|---:|---:|---:|---|", flush=True)
     rows = []
     for label, changes in ABLATIONS.items():
-        r = run_child("course", quick, threads, [f"{k}={json.dumps(v)}" for k, v in changes.items()])
-        rows.append({"label": label, "changes": changes, **r})
+        if only and label not in only:
+            if label not in kept:
+                raise SystemExit(f"no stored row {label!r} to keep: run it too (--only ... {label!r})")
+            r = kept[label]
+        else:
+            r = {"label": label, "changes": changes, "date": datetime.date.today().isoformat(),
+                 **run_child("course", quick, threads, [f"{k}={json.dumps(v)}" for k, v in changes.items()])}
+        rows.append(r)
         print(f"| {label} | {r['params']:,} | {r['train_seconds']:.0f} | {r['val_accuracy']:.4f} | "
-              f"{r['test_accuracy']:.4f} |", flush=True)
+              f"{r['test_accuracy']:.4f} | {r['date']} |", flush=True)
     if results_path:
         save_results("ablation", about(threads, quick), rows, results_path)
         print(f"\nwritten to {results_path}")
@@ -138,6 +160,8 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="change the course config, e.g. --set max_len=256 pooling=max")
     parser.add_argument("--ablation", action="store_true", help="train every row of ABLATIONS instead")
+    parser.add_argument("--only", nargs="+", metavar="LABEL",
+                        help="with --ablation: train these rows only and keep the others from the results file")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--results", default=None,
                         help=f"write the table here (default: {RESULTS.name} for a full, unchanged run of every config)")
@@ -155,7 +179,7 @@ def main() -> None:
     full = not args.quick and not changes
     results_path = args.results or (str(RESULTS) if full and (args.ablation or args.configs == ALL) else None)
     if args.ablation:
-        ablation(args.quick, args.threads, results_path)
+        ablation(args.quick, args.threads, results_path, args.only)
         return
     results = []
     for name in args.configs:

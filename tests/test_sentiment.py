@@ -84,3 +84,4 @@ def test_the_shipped_results_cover_every_config_and_ablation_row():
         changes = {k: v for k, v in row["changes"].items() if k != "seed"}
         assert row["config"] == {**CONFIGS["course"], **changes}, f"{row['label']}: re-run make bench-ablation"
         assert row["seed"] == row["changes"].get("seed", 0)
+        assert row["date"] <= results["ablation"]["date"]  # when the row was measured (--only keeps older rows)
