@@ -44,7 +44,8 @@ CONFIGS: dict[str, dict] = {
     # Keras' "Text classification with Transformer" example: 20k words, first 200 tokens,
     # embedding 32, 2 heads, feed-forward 32, global average pooling, batch 32, Adam at 1e-3,
     # 2 epochs, no clipping. What differs: its head has a hidden layer of 20 units; its average
-    # includes the padding; it validates on the test set (we never do).
+    # includes the padding; pad_sequences cuts a long review from the start, so it reads the
+    # *last* 200 tokens (we read the first); it validates on the test set (we never do).
     "keras": dict(vocab=20_000, d_model=32, num_heads=2, d_ff=32, num_layers=1, pooling="mean",
                   positional="learned", dropout=0.1, norm_first=False, max_len=200, truncate="head",
                   batch_size=32, lr=1e-3, weight_decay=0.0, epochs=2, schedule="constant", warmup=0.0,
