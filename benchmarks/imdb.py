@@ -123,10 +123,10 @@ def ablation(quick: bool, threads: int, results_path: str | None, only: list[str
             raise SystemExit("--only keeps the other rows of an existing results file: give --results, or run all rows")
         stored = json.loads(open(results_path, encoding="utf-8").read()).get("ablation", {})
         for row in stored.get("rows", []):
-            # rows measured before configs were recorded ran the course config with their changes
-            row.setdefault("config", {**CONFIGS["course"], **{k: v for k, v in row["changes"].items() if k != "seed"}})
-            row.setdefault("seed", row["changes"].get("seed", 0))
-            row.setdefault("date", stored.get("date"))
+            missing = {"config", "seed", "date"} - set(row)
+            if missing:
+                raise SystemExit(f"stored row {row['label']!r} lacks {sorted(missing)}: run it again (--only ... "
+                                 f"{row['label']!r})")
             kept[row["label"]] = row
     print("| change to the course model | parameters | training wall time (s) | best val acc | test acc | measured |")
     print("|---|---:|---:|---:|---:|---|", flush=True)
