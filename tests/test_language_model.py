@@ -117,15 +117,16 @@ def test_cached_logits_equal_the_full_forward_pass():
     torch.testing.assert_close(torch.cat(parts, dim=1), full, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("temperature, top_k", [(0.0, None), (1.0, None), (0.7, 5)])
-def test_cached_generation_gives_the_same_tokens_as_uncached(temperature, top_k):
+@pytest.mark.parametrize("temperature, top_k, top_p", [(0.0, None, None), (1.0, None, None), (0.7, 5, None),
+                                                        (1.0, None, 0.8)])
+def test_cached_generation_gives_the_same_tokens_as_uncached(temperature, top_k, top_p):
     model = small_model()
     prompt = torch.randint(0, VOCAB, (3, 4))
     runs = []
     for use_cache in (True, False):
         g = torch.Generator().manual_seed(7)
-        runs.append(generate(model, prompt, 30, temperature=temperature, top_k=top_k, generator=g,
-                             use_cache=use_cache))
+        runs.append(generate(model, prompt, 30, temperature=temperature, top_k=top_k, top_p=top_p,
+                             generator=g, use_cache=use_cache))
     assert runs[0].shape == (3, 34) and runs[0].dtype == torch.long
     assert torch.equal(runs[0][:, :4], prompt)
     assert torch.equal(runs[0], runs[1])
@@ -137,6 +138,9 @@ def test_greedy_generation_takes_the_argmax_of_the_uncached_model_at_every_step(
     with torch.no_grad():
         logits, _ = model(ids[:, :-1])
     assert torch.equal(logits[:, 2:].argmax(-1), ids[:, 3:])
+    # a nucleus too small for a second token is greedy decoding, whatever the generator draws
+    nucleus = generate(model, ids[:, :3], 10, top_p=1e-6, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(nucleus, ids)
 
 
 def test_a_cache_that_loses_values_is_caught():
@@ -223,6 +227,57 @@ def test_samples_follow_the_distribution():
     freq = torch.bincount(tokens, minlength=4).float() / 20000
     assert (freq - next_token_probs(logits[:1], 0.8)[0]).abs().max() < 0.015
     assert torch.equal(sample_next_token(logits[:3], 0), torch.zeros(3, dtype=torch.long))
+
+
+def test_top_p_keeps_the_fewest_likeliest_tokens_that_reach_p():
+    probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]])
+    logits = probs.log()
+    # the likelier tokens' mass before each token: 0, 0.5, 0.8, 0.95; a token is kept while it is < p
+    assert (next_token_probs(logits, 1.0, top_p=0.4) > 0).tolist() == [[True, False, False, False]]
+    torch.testing.assert_close(next_token_probs(logits, 1.0, top_p=0.6), torch.tensor([[0.625, 0.375, 0.0, 0.0]]))
+    torch.testing.assert_close(next_token_probs(logits, 1.0, top_p=0.9),
+                               torch.tensor([[0.5, 0.3, 0.15, 0.0]]) / 0.95)
+    torch.testing.assert_close(next_token_probs(logits, 1.0, top_p=1.0), probs)
+    assert (next_token_probs(logits, 1.0, top_p=1e-9) > 0).tolist() == [[True, False, False, False]]
+
+
+def test_top_p_is_per_row_follows_the_columns_and_keeps_ties():
+    # a sure row keeps one token, an unsure row many: what top-k cannot do with one k
+    logits = torch.tensor([[8.0, 0.0, 0.0, 0.0, 0.0], [0.1, 0.0, 0.0, 0.0, 0.0]])
+    kept = (next_token_probs(logits, 1.0, top_p=0.9) > 0).sum(dim=-1)
+    assert kept.tolist() == [1, 5]
+    # the nucleus is found in sorted order but reported in the vocabulary's order
+    probs = torch.tensor([[0.05, 0.15, 0.5, 0.3]])
+    assert (next_token_probs(probs.log(), 1.0, top_p=0.6) > 0).tolist() == [[False, False, True, True]]
+    # 0.4 alone is short of 0.5; the next token (0.3) is needed, and its tie comes with it
+    p = next_token_probs(torch.tensor([[0.3, 0.4, 0.3]]).log(), 1.0, top_p=0.5)
+    assert (p > 0).all()
+
+
+def test_top_p_comes_after_the_temperature_and_top_k():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    for T in (0.5, 2.0):
+        tempered = torch.softmax(logits / T, dim=-1)[0]
+        need = int((tempered.cumsum(0) - tempered < 0.8).sum())  # by hand, sorted already
+        assert int((next_token_probs(logits, T, top_p=0.8) > 0).sum()) == need
+    assert [int((next_token_probs(logits, T, top_p=0.8) > 0).sum()) for T in (0.5, 2.0)] == [1, 3]  # 0.865 alone; 0.455 + 0.276 < 0.8
+    p = next_token_probs(logits, 2.0, top_k=2, top_p=0.99)  # top-k first: two tokens left
+    assert (p > 0).tolist() == [[True, True, False, False]]
+    assert torch.equal(next_token_probs(logits, 0, top_p=0.3), next_token_probs(logits, 0))
+
+
+def test_top_p_samples_stay_in_the_nucleus():
+    logits = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log().expand(20000, 4)
+    g = torch.Generator().manual_seed(0)
+    tokens = sample_next_token(logits, 1.0, top_p=0.6, generator=g)
+    freq = torch.bincount(tokens, minlength=4).float() / 20000
+    assert freq[2:].sum() == 0 and abs(freq[0] - 0.625) < 0.015
+
+
+@pytest.mark.parametrize("top_p", [0, 0.0, -0.1, 1.5, float("nan"), True, "0.9"])
+def test_a_bad_top_p_is_refused(top_p):
+    with pytest.raises(ValueError, match="top_p must be a number with 0 < top_p <= 1"):
+        next_token_probs(torch.zeros(1, 3), 1.0, top_p=top_p)
 
 
 @pytest.mark.parametrize("temperature", [-1.0, float("nan"), float("inf"), "1"])

@@ -108,7 +108,7 @@ class TransformerLM(nn.Module):
 
 @torch.no_grad()
 def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0,
-             top_k: int | None = None, generator: torch.Generator | None = None,
+             top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None,
              use_cache: bool = True) -> torch.Tensor:
     """Continue ``prompt`` one sampled token at a time (chapter 8).
 
@@ -125,7 +125,7 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
         prompt: int64 ``(batch, t0)``, ``t0 >= 1``; a prompt longer than ``max_len`` is read
             from its last ``max_len`` tokens.
         max_new_tokens: how many tokens to add.
-        temperature, top_k: how to draw each token (:func:`companion.next_token_probs`);
+        temperature, top_k, top_p: how to draw each token (:func:`companion.next_token_probs`);
             ``temperature=0`` is greedy decoding.
         generator: random generator for the draws (seeded: the samples repeat).
         use_cache: keep every layer's keys and values (:class:`companion.KVCache`) and feed
@@ -152,7 +152,7 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
             caches, step_input = model.new_caches(), ids[:, -window:]  # (re)build from the cropped text
         # the prompt's ids are checked once; sampled ones are in range by construction (no GPU wait)
         logits, _ = model(step_input, caches, check_range=step == 0)  # (batch, t, vocab)
-        token = sample_next_token(logits[:, -1], temperature, top_k, generator)  # (batch,)
+        token = sample_next_token(logits[:, -1], temperature, top_k, top_p, generator=generator)  # (batch,)
         ids = torch.cat([ids, token[:, None]], dim=1)  # (batch, t + 1)
         step_input = token[:, None]  # (batch, 1)
     model.train(was_training)
