@@ -7,7 +7,8 @@
 #   make execute   re-run the chapter notebooks in place, refreshing their stored outputs
 #   make serve     serve the built site on http://127.0.0.1:8000
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
-#                 make bench-lm: chapter 8's n-grams (add-k, Kneser-Ney) against its Transformer;
+#                 make bench-lm: chapter 8's n-grams (add-k, Kneser-Ney) against its Transformer (two seeds,
+#                 about 20 min on 2 cores; the longer run and the plateau: see benchmarks/char_lm.py);
 #                 make bench-ablation: its ablation table (about 55 min on 2 cores)
 # Set-up makes .venv (Python >= 3.11) with pinned versions (constraints.txt, torch's own
 # dependencies included) and torch==2.13.0, the CPU build of the course machines. For another

@@ -1,46 +1,45 @@
 """Chapter 8's race on one split: add-k and Kneser-Ney n-grams (n = 1..8) and the chapter's Transformer.
 
     COURSE_IMDB=../shared/data/aclImdb-labeled.tar.gz python benchmarks/char_lm.py     (make bench-lm)
-    python benchmarks/char_lm.py --no-transformer          # the counting models only (a few minutes)
-    python benchmarks/char_lm.py --steps 4000 --seeds 0 1  # a longer Transformer run, two seeds
-    python benchmarks/char_lm.py --quick                   # a smoke run on little text
+    python benchmarks/char_lm.py --no-transformer      # the counting models only (a few minutes)
+    python benchmarks/char_lm.py --steps 12000 --eval-every 1000   # a longer run: where it crosses
+    python benchmarks/char_lm.py --positions           # the loss plateau: learned against sinusoidal
+    python benchmarks/char_lm.py --quick               # a smoke run on little text (stores nothing)
 
-The split is chapter 8's: IMDB's training reviews shuffled with seed 0, the first 2,400 for
-training (3.1 M characters), the last 2,000 held out, 1,000 for validation (every setting,
-k or the discount, is chosen there) and 1,000 for test (every number printed). Each n-gram
-model is fitted once per setting; the Transformer is the chapter's (the same size, steps,
-batch, window and learning rate unless overridden) and is scored on the test text the same
-way, in windows of 256 that overlap by half. Its training loss against wall-clock time is
-printed every 10 % of the run, beside the best n-gram's test bits, so the crossing can be read.
+The split is chapter 8's (companion.models.char_lm.split_reviews): IMDB's training reviews
+shuffled with seed 0, the first 2,400 for training (3.1 M characters), the last 2,000 held out,
+1,000 for validation (every setting, k, the discount, the model's size and learning rate, is
+chosen there) and 1,000 for test (every number printed). The Transformer is the chapter's
+(LM_CONFIG, LM_TRAINING), trained with seeds 0 and 1, and scored on the test text in windows
+that overlap by half.
+
+What a full run measures is stored in companion/models/char_lm_results.json, which chapter 8
+reads: "race" (the default run), "long" (--steps with --eval-every: the test bits along a longer
+run, and where they cross the best n-gram) and "positions" (--positions). A run with any of
+--d-model, --layers, --block, --batch, --lr or --positional is a search and stores nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import platform
 import time
 
 import numpy as np
 import torch
 
-from companion import (CharVocab, TransformerLM, evaluate_bits_per_char, fit_kneser_ney, fit_ngram, load_imdb,
-                       reviews_to_text, train_language_model)
+from companion import TransformerLM, evaluate_bits_per_char, fit_kneser_ney, fit_ngram, load_imdb, train_language_model
+from companion.models.char_lm import LM_CONFIG, LM_TRAINING, save_lm_results, split_reviews
 
 KS = (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)
 DISCOUNTS = (None, 0.6, 0.75, 0.9, 1.0)  # None: modified Kneser-Ney's estimated discounts
-CONFIG = dict(d_model=128, num_heads=4, num_layers=4, max_len=256, dropout=0.0)  # chapter 8's
-
-
-def split(quick: bool):
-    """Chapter 8's texts: (vocab, train_ids, valid_ids, test_ids)."""
-    n_train, n_held = (200, 100) if quick else (2_400, 1_000)
-    data = load_imdb()
-    order = torch.randperm(len(data["train"]), generator=torch.Generator().manual_seed(0)).tolist()
-    reviews = [data["train"].texts[i] for i in order]
-    texts = (reviews_to_text(reviews[:n_train]), reviews_to_text(reviews[-2 * n_held:-n_held]),
-             reviews_to_text(reviews[-n_held:]))
-    vocab = CharVocab.build(texts[0], min_count=20)
-    return (vocab, *(vocab.encode(t) for t in texts))
+POSITIONS = {  # the plateau's ablation: how the positions start
+    "learned": dict(positional="learned"),  # GPT's: learned, initialised small (std 1/sqrt(d_model))
+    "learned, at the tokens' scale": dict(positional="learned", position_std=1.0),
+    "sinusoidal": dict(positional="sinusoidal"),
+}
 
 
 def counting(vocab, train_ids, valid_ids, test_ids, orders) -> dict:
@@ -61,26 +60,43 @@ def counting(vocab, train_ids, valid_ids, test_ids, orders) -> dict:
     return rows
 
 
-def transformer(vocab, train_ids, test_ids, steps: int, seed: int, best_ngram: float) -> float:
+def transformer(vocab, train_ids, valid_ids, test_ids, config: dict, training: dict, seed: int,
+                best_ngram: float, eval_every: int | None = None, position_std: float | None = None,
+                score: bool = True) -> dict:
+    """Train one model; its test (and validation) bits, and the training loss against time."""
     torch.manual_seed(seed)
-    model = TransformerLM(len(vocab), **CONFIG)
-    history = train_language_model(model, train_ids, steps=steps, batch_size=16, block_size=256, lr=3e-3,
-                                   warmup=100, seed=seed, progress=False)
+    model = TransformerLM(len(vocab), **config)
+    if position_std is not None:  # re-initialise learned positions at another scale
+        torch.nn.init.normal_(model.embedding.positional.embedding.weight, std=position_std)
+    extra = dict(eval_ids=test_ids, eval_every=eval_every) if eval_every else {}
+    history = train_language_model(model, train_ids, seed=seed, progress=False, **training, **extra)
     bits, seconds = np.array(history["bits"]), np.array(history["seconds"])
-    window = max(1, min(50, steps // 10))
-    smooth = np.convolve(bits, np.ones(window) / window, mode="valid")  # the mean of the last `window` steps
-    print(f"seed {seed}: training loss (mean of {window} steps) against time; best n-gram's test: {best_ngram:.3f}")
-    for k in np.linspace(window - 1, steps - 1, 10).astype(int):
-        print(f"  step {k + 1:>5}  {seconds[k]:>6.0f} s  {smooth[k - window + 1]:.3f} bits per character")
-    below = np.nonzero(smooth < best_ngram)[0]
-    if below.size:
-        step = below[0] + window - 1
-        print(f"  the training loss first falls below the best n-gram at step {step + 1}, {seconds[step]:.0f} s")
-    else:
-        print("  the training loss never falls below the best n-gram in this run")
-    test = evaluate_bits_per_char(model, test_ids, block_size=256, stride=128)
-    print(f"  test: {test:.3f} bits per character after {steps} steps, {seconds[-1]:.0f} s", flush=True)
-    return test
+    steps = len(bits)
+    every = 10 if steps <= 1000 else 50
+    curve = {"step": list(range(every, steps + 1, every)),  # the mean loss of each `every` steps
+             "bits": [round(float(bits[i - every:i].mean()), 4) for i in range(every, steps + 1, every)],
+             "seconds": [round(float(seconds[i - 1]), 1) for i in range(every, steps + 1, every)]}
+    row = {"seed": seed, "steps": steps, "seconds": round(float(seconds[-1]), 1),
+           "ms_per_step": round(1000 * float(seconds[-1]) / steps, 1), "curve": curve}
+    print(f"seed {seed}: {steps} steps, {seconds[-1]:.0f} s ({row['ms_per_step']:.0f} ms a step); training loss "
+          f"(mean of {every} steps) against time; best n-gram's test: {best_ngram:.3f}")
+    for k in np.linspace(0, len(curve["step"]) - 1, min(10, len(curve["step"]))).astype(int):
+        print(f"  step {curve['step'][k]:>5}  {curve['seconds'][k]:>6.0f} s  {curve['bits'][k]:.3f} bits per character")
+    if eval_every:
+        row["test_along"] = {"step": history["eval_steps"], "bits": [round(b, 4) for b in history["eval_bits"]],
+                             "seconds": [round(float(seconds[s - 1]), 1) for s in history["eval_steps"]]}
+        print("  test bits along the way: " + ", ".join(
+            f"{s} steps ({t:.0f} s) {b:.3f}" for s, b, t in zip(*row["test_along"].values())))
+        crossed = [(s, t) for s, b, t in zip(*row["test_along"].values()) if b < best_ngram]
+        row["crossing"] = {"step": crossed[0][0], "seconds": crossed[0][1]} if crossed else None
+        print(f"  first below the best n-gram: {crossed[0][0]} steps, {crossed[0][1]:.0f} s of training"
+              if crossed else "  never below the best n-gram in this run")
+    if score:
+        block = training["block_size"]
+        row["test"] = round(evaluate_bits_per_char(model, test_ids, block, stride=block // 2), 4)
+        row["valid"] = round(evaluate_bits_per_char(model, valid_ids, block, stride=block // 2), 4)
+        print(f"  test: {row['test']:.3f} bits per character (validation {row['valid']:.3f})", flush=True)
+    return row
 
 
 def main() -> None:
@@ -88,13 +104,59 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="little text and few steps (a smoke run)")
     parser.add_argument("--orders", type=int, nargs="+", default=list(range(1, 9)), help="n-gram orders")
     parser.add_argument("--no-transformer", action="store_true", help="the counting models only")
-    parser.add_argument("--steps", type=int, default=None, help="Transformer steps (default: chapter 8's 2,300)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="Transformer seeds")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="Transformer seeds")
+    parser.add_argument("--steps", type=int, default=None, help=f"steps (chapter 8: {LM_TRAINING['steps']:,})")
+    parser.add_argument("--eval-every", type=int, default=None, help="score the test text every N steps")
+    parser.add_argument("--positions", action="store_true",
+                        help="the plateau: learned, learned at the tokens' scale and sinusoidal positions, "
+                             "one seed, 600 steps unless --steps")
+    search = parser.add_argument_group("a search (stores nothing)")
+    search.add_argument("--d-model", type=int)
+    search.add_argument("--layers", type=int)
+    search.add_argument("--block", type=int, help="context (window) length")
+    search.add_argument("--batch", type=int)
+    search.add_argument("--lr", type=float)
+    search.add_argument("--positional", choices=("learned", "sinusoidal"))
     args = parser.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
-    vocab, train_ids, valid_ids, test_ids = split(args.quick)
+
+    config, training = dict(LM_CONFIG), dict(LM_TRAINING)
+    for key, value in (("d_model", args.d_model), ("num_layers", args.layers), ("positional", args.positional)):
+        if value is not None:
+            config[key] = value
+    for key, value in (("batch_size", args.batch), ("lr", args.lr)):
+        if value is not None:
+            training[key] = value
+    if args.block is not None:
+        training["block_size"] = config["max_len"] = args.block
+    searching = (config, training) != (LM_CONFIG, LM_TRAINING)
+    if args.steps:
+        training["steps"] = args.steps
+    elif args.positions:
+        training["steps"] = 600
+    if args.quick:
+        training["steps"] = min(training["steps"], 60)
+    store = not (args.quick or searching)
+
+    vocab, _, train_ids, valid_ids, test_ids = split_reviews(load_imdb(), quick=args.quick)
+    stamp = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
+             "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
+             "config": config, "training": training}
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; training {len(train_ids):,} characters, "
           f"validation {len(valid_ids):,}, test {len(test_ids):,}; V = {len(vocab)}")
+    print(f"Transformer: {config}; {training}")
+
+    if args.positions:
+        runs = {}
+        for name, how in POSITIONS.items():
+            print(f"positions: {name}")
+            runs[name] = transformer(vocab, train_ids, valid_ids, test_ids, config | {"positional": how["positional"]},
+                                     training, seed=0, best_ngram=float("nan"),
+                                     position_std=how.get("position_std"), score=False)
+        if store:
+            save_lm_results({"positions": stamp | {"runs": runs}})
+        return
+
     rows = counting(vocab, train_ids, valid_ids, test_ids, args.orders)
     best_n, best = min(((n, min(r["add-k"], r["kneser-ney"])) for n, r in rows.items()), key=lambda x: x[1])
     best_kind = "Kneser-Ney" if rows[best_n]["kneser-ney"] <= rows[best_n]["add-k"] else "add-k"
@@ -103,11 +165,18 @@ def main() -> None:
           f"(best add-k: {best_add_k:.3f})")
     if args.no_transformer:
         return
-    steps = args.steps or (60 if args.quick else 2_300)
-    tests = [transformer(vocab, train_ids, test_ids, steps, seed, best) for seed in args.seeds]
+    seeds = [row for seed in args.seeds for row in [transformer(
+        vocab, train_ids, valid_ids, test_ids, config, training, seed, best, eval_every=args.eval_every)]]
+    tests = [row["test"] for row in seeds]
     mean = float(np.mean(tests))
-    print(f"Transformer, mean of {len(tests)} seed(s): {mean:.3f}; against the best n-gram: "
-          f"{best - mean:+.3f} bits per character ({'wins' if mean < best else 'loses'})")
+    print(f"Transformer, mean of {len(tests)} seed(s): {mean:.3f} ({min(tests):.3f}-{max(tests):.3f}); against the "
+          f"best n-gram: {best - mean:+.3f} bits per character ({'wins' if mean < best else 'loses'})")
+    if store:
+        key = "race" if training["steps"] == LM_TRAINING["steps"] and not args.eval_every else "long"
+        save_lm_results({key: stamp | {"ngrams": {str(n): r for n, r in rows.items()},
+                                       "best_ngram": {"kind": best_kind, "n": best_n, "bits": best},
+                                       "transformer": seeds}})
+        print(f"stored as {key!r} in companion/models/char_lm_results.json")
 
 
 if __name__ == "__main__":

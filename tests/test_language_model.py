@@ -308,6 +308,19 @@ def test_training_learns_a_repeating_text():
     assert evaluate_bits_per_char(model, ids[:300], block_size=16) < 0.5
 
 
+def test_training_can_score_held_out_text_along_the_way():
+    ids = torch.tensor([0, 1, 2, 3, 4, 5, 6] * 200, dtype=torch.uint8)
+    torch.manual_seed(0)
+    model = TransformerLM(7, d_model=32, num_heads=2, num_layers=1, max_len=16)
+    history = train_language_model(model, ids, steps=150, batch_size=16, block_size=16, lr=3e-3, warmup=10,
+                                   eval_ids=ids[:300], eval_every=60)
+    assert history["eval_steps"] == [60, 120, 150]
+    assert history["eval_bits"][0] > history["eval_bits"][-1]
+    assert history["eval_bits"][-1] == evaluate_bits_per_char(model, ids[:300], block_size=16, stride=8)
+    with pytest.raises(ValueError, match="eval_ids and eval_every go together"):
+        train_language_model(model, ids, steps=5, block_size=16, eval_ids=ids[:300])
+
+
 def test_evaluation_scores_every_token_after_the_first_once():
     model = small_model(max_len=8)
     ids = torch.randint(0, VOCAB, (19,))

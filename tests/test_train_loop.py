@@ -95,6 +95,35 @@ def test_clipping_bounds_the_gradient_norm():
     assert norm == pytest.approx(0.1, rel=1e-4)
 
 
+def test_the_callback_measures_along_the_way_without_changing_training_or_its_clock(monkeypatch):
+    import companion.models.train_loop as train_loop
+    clock = [0.0]
+
+    def tick():  # a fake clock: every reading is one second later
+        clock[0] += 1.0
+        return clock[0]
+
+    seen = []
+    model = tiny_model()
+
+    def measure(done):
+        seen.append((done, model.training, torch.is_grad_enabled()))
+        model(torch.ones(1, 3)).sum()  # no gradients: nothing to leak into the next step
+        clock[0] += 1000.0  # a long measurement
+
+    monkeypatch.setattr(train_loop.time, "perf_counter", tick)
+    log = fit(model, tiny_task, cross_entropy, steps=10, lr=0.05, seed=3, every=4, callback=measure)
+    monkeypatch.undo()
+    assert seen == [(4, False, False), (8, False, False), (10, False, False)]  # every 4, and the last
+    assert max(log.seconds) < 1000, "the callback's time must be left out of the training time"
+    plain = fit(tiny_model(), tiny_task, cross_entropy, steps=10, lr=0.05, seed=3)
+    assert log.loss == plain.loss  # the same training, bit for bit
+    with pytest.raises(ValueError, match="every and callback go together"):
+        fit(tiny_model(), tiny_task, cross_entropy, steps=5, every=2)
+    with pytest.raises(ValueError, match="every"):
+        fit(tiny_model(), tiny_task, cross_entropy, steps=5, every=0, callback=measure)
+
+
 def test_bad_settings_are_refused_with_the_fix():
     with pytest.raises(ValueError, match='needs schedule="cosine"'):
         fit(tiny_model(), tiny_task, cross_entropy, steps=5, warmup=2)

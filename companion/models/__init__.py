@@ -13,7 +13,8 @@ recipes: one module per model the course trains.
 - :mod:`companion.models.explain`: its decision split exactly into paths: direct, attention, feed-forward.
 - :mod:`companion.models.bag_of_words`: its TF-IDF + logistic regression baseline (needs scikit-learn).
 - :mod:`companion.models.language_model`: the decoder-only Transformer, its training and generation (chapter 8).
-- :mod:`companion.models.ngram_lm`: n-gram models with add-k smoothing, its baselines (chapter 8).
+- :mod:`companion.models.ngram_lm`: n-gram models, add-k and Kneser-Ney smoothing, its baselines (chapter 8).
+- :mod:`companion.models.char_lm`: chapter 8's split, Transformer settings and stored benchmark results.
 - :mod:`companion.models.bert`: BERT's encoder from the course's blocks (chapter 9).
 - :mod:`companion.models.checkpoint`: finding, downloading and reading a real checkpoint (chapter 9).
 - :mod:`companion.models.pretrained`: loading its weights into :class:`BertEncoder` (chapter 9).

@@ -113,9 +113,9 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
     """Continue ``prompt`` one sampled token at a time (chapter 8).
 
     The model sees at most its ``max_len`` positions: once the text is longer, each step reads
-    the last ``max_len`` tokens only (the context is cropped, as nanoGPT does). With learned
-    absolute positions a key-value cache cannot slide along: the cached keys were computed at
-    positions that a cropped window gives to other tokens. So once the window is full, the
+    the last ``max_len`` tokens only (the context is cropped, as nanoGPT does). With absolute
+    positions (learned or sinusoidal) a key-value cache cannot slide along: the cached keys
+    were computed at positions that a cropped window gives to other tokens. So once the window is full, the
     cache is rebuilt from the cropped window at every step, one full forward pass of
     ``max_len`` tokens each, the cost of running without a cache.
 
@@ -161,7 +161,8 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
 
 def train_language_model(model: TransformerLM, ids: torch.Tensor, *, steps: int, batch_size: int = 32,
                          block_size: int = 128, lr: float = 2e-3, warmup: int = 100, weight_decay: float = 0.01,
-                         seed: int = 0, progress: bool = False) -> dict[str, list[float]]:
+                         seed: int = 0, progress: bool = False, eval_ids: torch.Tensor | None = None,
+                         eval_every: int | None = None) -> dict[str, list[float]]:
     """Train on random windows of ``ids`` with AdamW: a linear warm-up, then cosine decay (chapter 8).
 
     Args:
@@ -172,10 +173,15 @@ def train_language_model(model: TransformerLM, ids: torch.Tensor, *, steps: int,
         lr, warmup, weight_decay: the optimizer's settings.
         seed: seeds the window draws.
         progress: show a progress bar.
+        eval_ids, eval_every: held-out ``(n,)`` token ids, scored with
+            :func:`evaluate_bits_per_char` (windows of ``block_size`` that overlap by half)
+            every ``eval_every`` steps and after the last; the scoring time is left out of
+            ``seconds``.
 
     Returns:
         ``{"bits": [...], "seconds": [...]}``: each step's training loss in bits per token,
-        and the wall-clock time since the start.
+        and the wall-clock time since the start; with ``eval_ids``, also ``"eval_steps"`` and
+        ``"eval_bits"``: the steps done and the held-out bits per token there.
     """
     if block_size > model.max_len:
         raise ValueError(f"block_size={block_size} is longer than the model's max_len={model.max_len}")
@@ -186,10 +192,20 @@ def train_language_model(model: TransformerLM, ids: torch.Tensor, *, steps: int,
         logits, _ = model(x)  # (batch, block_size, vocab)
         return F.cross_entropy(logits.flatten(0, 1), y.flatten())  # nats per token
 
+    if (eval_ids is None) != (eval_every is None):
+        raise ValueError("eval_ids and eval_every go together: give both (held-out ids, and how often) or neither")
+    evals: dict[str, list[float]] = {"eval_steps": [], "eval_bits": []}
+
+    def evaluate(done: int) -> None:
+        evals["eval_steps"].append(done)
+        evals["eval_bits"].append(evaluate_bits_per_char(model, eval_ids, block_size, stride=max(1, block_size // 2)))
+
     log = fit(model, draw=lambda g: random_windows(ids, block_size, batch_size, g), loss=loss, steps=steps,
               optimizer="adamw", lr=lr, weight_decay=weight_decay, schedule="cosine", warmup=warmup, clip=1.0,
-              seed=seed, progress=progress, leave=True)
-    return {"bits": [nats / math.log(2) for nats in log.loss], "seconds": log.seconds}
+              seed=seed, progress=progress, leave=True, every=eval_every,
+              callback=None if eval_ids is None else evaluate)
+    history = {"bits": [nats / math.log(2) for nats in log.loss], "seconds": log.seconds}
+    return history | evals if eval_ids is not None else history
 
 
 @torch.no_grad()

@@ -99,6 +99,8 @@ def fit(
     progress: bool = False,
     desc: str = "training",
     leave: bool = False,
+    every: int | None = None,
+    callback: Callable[[int], None] | None = None,
 ) -> FitLog:
     """Train ``model`` for ``steps`` optimiser steps, each on a fresh batch (chapters 3 to 8).
 
@@ -120,6 +122,9 @@ def fit(
         desc: the progress bar's label.
         leave: keep the finished progress bar on the page (one long training); by default it
             disappears (many short ones).
+        every, callback: call ``callback(steps_done)`` after every ``every`` steps (and after
+            the last), in evaluation mode and without gradients, to measure the model along
+            the way; its time is left out of ``seconds``.
 
     Returns:
         a :class:`FitLog`: every step's loss (a loss that became NaN or infinite stays so:
@@ -127,6 +132,10 @@ def fit(
         evaluation mode.
     """
     check_positive_int("steps", steps)
+    if (every is None) != (callback is None):
+        raise ValueError(f"every and callback go together: got every={every!r} and callback={callback!r}")
+    if every is not None:
+        check_positive_int("every", every)
     check_choice("schedule", schedule, SCHEDULES)
     if schedule == "constant" and warmup:
         raise ValueError(f'warmup={warmup} needs schedule="cosine" (a constant schedule has no warm-up)')
@@ -136,7 +145,7 @@ def fit(
     opt = make_optimizer(model, optimizer, lr, weight_decay)
     log = FitLog()
     model.train()
-    start = time.perf_counter()
+    start, paused = time.perf_counter(), 0.0  # paused: seconds spent in the callback
     bar = tqdm(range(steps), disable=not progress, desc=desc, leave=leave, mininterval=2)
     for step in bar:
         if schedule == "cosine":
@@ -146,7 +155,14 @@ def fit(
         value = loss(model, batch)
         optimizer_step(model, opt, value, clip)
         log.loss.append(value.item())
-        log.seconds.append(time.perf_counter() - start)
+        log.seconds.append(time.perf_counter() - start - paused)
         bar.set_postfix(loss=f"{log.loss[-1]:.3f}", refresh=False)
+        if callback is not None and ((step + 1) % every == 0 or step + 1 == steps):
+            pause = time.perf_counter()
+            model.eval()
+            with torch.no_grad():
+                callback(step + 1)
+            model.train()
+            paused += time.perf_counter() - pause
     model.eval()
     return log
