@@ -2,14 +2,17 @@
 
     python tools/execute_notebooks.py chapters/*.ipynb      (what `make execute` runs)
 
-Runs the full version (COURSE_QUICK is cleared) and records no per-cell timestamps, so a
-re-run changes a notebook only where its outputs change. Cells tagged ``data-output`` show
+Runs the full version (COURSE_QUICK is cleared) and stores no per-cell timestamps, so a
+re-run changes a notebook only where its outputs change; it prints the whole run's time and
+the slowest cells (the standard's budget: 10 minutes a chapter). Cells tagged ``data-output`` show
 text from a data set (IMDB reviews): their outputs are dropped before saving, because the
 course does not republish the data; a reader sees them when running the notebook.
 """
 
 import os
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 
 import nbclient
@@ -20,15 +23,23 @@ def execute(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     # coalesce_streams: one output per stream, progress bars' carriage returns applied (the page
     # shows each bar's final state, as Jupyter does, not every update)
-    client = nbclient.NotebookClient(notebook, timeout=3600, record_timing=False, coalesce_streams=True,
+    client = nbclient.NotebookClient(notebook, timeout=3600, record_timing=True, coalesce_streams=True,
                                      resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
     client.execute()
-    for cell in notebook.cells:
-        cell.metadata.pop("execution", None)  # timestamps an older run may have left
+    total = time.perf_counter() - start
+    seconds = []
+    for i, cell in enumerate(notebook.cells):
+        timing = cell.metadata.pop("execution", None)  # timestamps: printed, not stored
+        if timing and "iopub.execute_input" in timing and "shell.execute_reply" in timing:
+            began, ended = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+                            for k in ("iopub.execute_input", "shell.execute_reply"))
+            seconds.append(((ended - began).total_seconds(), i))
         if "data-output" in cell.metadata.get("tags", []):
             cell.outputs = []
     nbformat.write(notebook, path)
-    print(f"executed {path}")
+    slowest = ", ".join(f"cell {i} {s:.0f} s" for s, i in sorted(seconds, reverse=True)[:5])
+    print(f"executed {path} in {total:.0f} s (slowest: {slowest})")
 
 
 if __name__ == "__main__":
