@@ -36,7 +36,7 @@ from companion.models.char_lm import LM_CONFIG, LM_TRAINING, save_lm_results, sp
 KS = (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)
 DISCOUNTS = (None, 0.6, 0.75, 0.9, 1.0)  # None: modified Kneser-Ney's estimated discounts
 POSITIONS = {  # the plateau's ablation: how the positions start
-    "learned": dict(positional="learned"),  # GPT's: learned, initialised small (std 1/sqrt(d_model))
+    "learned": dict(positional="learned"),  # as the package starts them: std 1/sqrt(d_model)
     "learned, at the tokens' scale": dict(positional="learned", position_std=1.0),
     "sinusoidal": dict(positional="sinusoidal"),
 }

@@ -20,11 +20,11 @@ __all__ = ["LM_CONFIG", "LM_TRAINING", "split_reviews", "LM_RESULTS", "load_lm_r
 # it. Shipped with the package, so a notebook in Colab shows it too.
 LM_RESULTS = Path(__file__).with_name("char_lm_results.json")
 
-# The chapter's Transformer, sized for throughput on a CPU (chosen on validation text by
-# benchmarks/char_lm.py): a window of 64 characters is enough context to beat an 8-gram
-# and costs a quarter of the attention of 256; 64 windows a step keep two cores busy.
-# Sinusoidal positions: with learned ones (GPT's), the loss sits at the bigram's for
-# hundreds of steps (chapter 8 measures it).
+# The chapter's Transformer, sized for throughput on a CPU (chosen on validation text): a
+# window of 64 characters is nine times an 8-gram's context and costs a quarter of the
+# attention of a window of 256; 64 windows a step keep two cores busy. Sinusoidal
+# positions: with learned ones, started as the package starts them, the loss stays at the
+# bigram's level longer (chapter 8 measures it, benchmarks/char_lm.py --positions).
 LM_CONFIG = dict(d_model=128, num_heads=4, num_layers=3, max_len=64, dropout=0.0, positional="sinusoidal")
 LM_TRAINING = dict(steps=2_000, batch_size=64, block_size=64, lr=3e-3, warmup=100)
 
