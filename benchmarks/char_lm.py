@@ -2,7 +2,7 @@
 
     COURSE_IMDB=../shared/data/aclImdb-labeled.tar.gz python benchmarks/char_lm.py     (make bench-lm)
     python benchmarks/char_lm.py --no-transformer      # the counting models only (a few minutes)
-    python benchmarks/char_lm.py --steps 12000 --eval-every 1000   # a longer run: where it crosses
+    python benchmarks/char_lm.py --steps 10000 --eval-every 1000 --seeds 0 --orders 8   # the stored longer run
     python benchmarks/char_lm.py --positions           # the loss plateau: learned against sinusoidal
     python benchmarks/char_lm.py --quick               # a smoke run on little text (stores nothing)
 
