@@ -15,12 +15,13 @@ from ._checks import check_tensor, describe
 __all__ = ["masked_mean"]
 
 
-def masked_mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+def masked_mean(x: torch.Tensor, keep: torch.Tensor, *, name: str = "keep") -> torch.Tensor:
     """The mean of each sequence's vectors over its real positions only (chapters 7 and 9).
 
     Args:
         x: float ``(batch, t, d)``.
         keep: bool or int ``(batch, t)``, true (1) at real positions and false (0) at padding.
+        name: what the errors call ``keep`` (the caller's name for it, e.g. ``attention_mask``).
 
     Returns:
         ``(batch, d)``, in ``x``'s dtype: ``sum_j keep[b, j] x[b, j] / sum_j keep[b, j]``.
@@ -31,11 +32,11 @@ def masked_mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """
     check_tensor("x", x, ndim=3, shape_doc="(batch, t, d)")
     if not isinstance(keep, torch.Tensor) or keep.is_floating_point() or keep.shape != x.shape[:2]:
-        raise ValueError(f"keep must be a bool or int tensor (batch, t) = {tuple(x.shape[:2])} matching x, "
+        raise ValueError(f"{name} must be a bool or int tensor (batch, t) = {tuple(x.shape[:2])} matching x, "
                          f"1 at real positions and 0 at padding; got {describe(keep)}")
     weights = keep.unsqueeze(-1).to(x.dtype)  # (batch, t, 1): 1 at real positions
     counts = weights.sum(dim=1)  # (batch, 1)
     if not bool((counts > 0).all()):
-        raise ValueError("a row of keep is all false (0): the mean over no position is undefined; every "
+        raise ValueError(f"a row of {name} is all 0 (false): the mean over no position is undefined; every "
                          "sequence needs at least one real position")
     return (x * weights).sum(dim=1) / counts  # (batch, d)

@@ -40,6 +40,12 @@ def _check_positions(positions) -> None:
         raise ValueError(f"positions must be 1-D (t,), one position per row, got shape {tuple(positions.shape)}")
 
 
+def _check_even(d_k: int) -> None:
+    if d_k % 2:
+        raise ValueError(f"rotary embeddings rotate pairs of features, so d_k must be even, got d_k={d_k}; "
+                         f"use an even head width d_k = d_model // num_heads")
+
+
 def rotary_angles(positions: torch.Tensor, d_k: int, base: float = 10000.0) -> torch.Tensor:
     """The rotation angles ``p * theta_i`` with ``theta_i = base^(-2i / d_k)`` (chapter 5).
 
@@ -54,9 +60,7 @@ def rotary_angles(positions: torch.Tensor, d_k: int, base: float = 10000.0) -> t
     _check_positions(positions)
     check_positive_int("d_k", d_k)
     check_positive_finite("base", base)
-    if d_k % 2:
-        raise ValueError(f"rotary embeddings rotate pairs of features, so d_k must be even, got d_k={d_k}; "
-                         f"use an even head width d_k = d_model // num_heads")
+    _check_even(d_k)
     two_i = torch.arange(0, d_k, 2, dtype=torch.float64, device=positions.device)  # (d_k / 2,)
     theta = base ** (-two_i / d_k)  # (d_k / 2,)
     return positions.to(torch.float64)[:, None] * theta  # (t, d_k / 2)
@@ -102,8 +106,7 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
             raise ValueError(f"offset must be an int >= 0 (the position of the first row), got {offset!r}")
         check_positive_int("d_k", d_k)
         check_positive_finite("base", base)
-        if d_k % 2:
-            rotary_angles(torch.zeros(1), d_k, base)  # raises the error that explains an odd d_k
+        _check_even(d_k)
         end = 1 << max(offset + t - 1, 1).bit_length()  # a power of two >= offset + t: few tables
         cos, sin = _cos_sin_table(end, d_k, float(base), x.device, x.dtype)
         cos, sin = cos[offset:offset + t], sin[offset:offset + t]  # (t, d_k / 2) each

@@ -36,7 +36,7 @@ def test_mean_pool_and_the_classifier_use_it():
 @pytest.mark.parametrize("keep,error,message", [
     (torch.ones(2, 4), ValueError, r"keep must be a bool or int tensor \(batch, t\) = \(2, 3\) matching x"),
     (torch.ones(2, 4, dtype=torch.bool), ValueError, r"\(batch, t\) = \(2, 3\)"),
-    (torch.tensor([[1, 1, 0], [0, 0, 0]]), ValueError, r"a row of keep is all false \(0\)"),
+    (torch.tensor([[1, 1, 0], [0, 0, 0]]), ValueError, r"a row of keep is all 0 \(false\)"),
 ])
 def test_misuse_is_explained(keep, error, message):
     with pytest.raises(error, match=message):

@@ -84,13 +84,7 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
         ``(batch, d_model)``: ``sum_j mask[b, j] hidden[b, j] / sum_j mask[b, j]``.
     """
     check_tensor("hidden", hidden, ndim=3, shape_doc="(batch, t, d_model)")
-    if not isinstance(attention_mask, torch.Tensor) or attention_mask.is_floating_point() \
-            or attention_mask.shape != hidden.shape[:2]:
-        raise ValueError(f"attention_mask must be an int or bool tensor (batch, t) = {tuple(hidden.shape[:2])} "
-                         f"matching hidden, got {describe(attention_mask)}")
-    if bool((attention_mask.sum(dim=1) == 0).any()):
-        raise ValueError("a row of attention_mask is all 0; the mean over no tokens is undefined")
-    return masked_mean(hidden, attention_mask)  # (batch, d_model)
+    return masked_mean(hidden, attention_mask, name="attention_mask")  # (batch, d_model); checks the mask
 
 
 def sentence_embedding(model: BertEncoder, tokenizer, sentences: list[str], *, max_length: int = 256):
