@@ -19,13 +19,13 @@ Every public name below is importable as ``from companion import ...``.
 
 # the building blocks, in the order the course meets them
 from .attention import hardargmax, scaled_dot_product_attention, softargmax
-from .masks import causal_mask, from_key_padding_mask, padding_mask
+from .masks import causal_mask, from_key_padding_mask, padding_mask, sliding_window_mask
 from .multihead import MultiHeadAttention
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding, sinusoidal_shift
 from .rotary import apply_rotary, rotary_angles
 from .embedding import TokenEmbedding
-from .feedforward import ACTIVATIONS, PositionwiseFeedForward
-from .layers import DecoderLayer, EncoderLayer
+from .feedforward import ACTIVATIONS, PositionwiseFeedForward, SwiGLU, swiglu_width
+from .layers import DecoderLayer, EncoderLayer, make_norm
 from .transformer import Decoder, Encoder, Transformer, apply_layers
 from .recurrent import AdditiveAttention
 from .decoding import beam_search, greedy_decode
@@ -33,6 +33,10 @@ from .kv_cache import KVCache, MemoryCache
 from .sampling import next_token_probs, sample_next_token
 from .bigram_embedding import BigramEmbedding
 from .pooling import masked_mean
+from .norms import RMSNorm
+from .gqa import GroupedQueryAttention, repeat_kv
+from .memory_efficient import TiledAttention, online_softmax, tiled_attention
+from .linear_attention import elu_feature_map, linear_attention, linear_attention_weights
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
@@ -145,6 +149,20 @@ __all__ = [
     "encode_sentences",
     "mean_pool",
     "sentence_embedding",
+    # chapter 10: the modern Transformer
+    "online_softmax",
+    "tiled_attention",
+    "TiledAttention",
+    "GroupedQueryAttention",
+    "repeat_kv",
+    "sliding_window_mask",
+    "linear_attention",
+    "linear_attention_weights",
+    "elu_feature_map",
+    "RMSNorm",
+    "SwiGLU",
+    "swiglu_width",
+    "make_norm",
     # equality with PyTorch
     "copy_weights",
     "torch_state_dict",

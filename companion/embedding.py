@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ._checks import check_choice, check_id_range, check_positive_int, check_probability, check_tokens
-from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, _check_length
 
 __all__ = ["TokenEmbedding"]
 
@@ -23,7 +23,9 @@ class TokenEmbedding(nn.Module):
         vocab_size: number of token ids.
         d_model: embedding width.
         max_len: longest sequence accepted.
-        positional: ``"sinusoidal"`` (fixed) or ``"learned"``.
+        positional: ``"sinusoidal"`` (fixed), ``"learned"``, or ``"none"``: no positions
+            added, for models whose attention rotates queries and keys by position
+            instead (rotary, chapters 5 and 10).
         dropout: dropout on the sum.
         pad_id: optional id whose embedding is kept at zero (``nn.Embedding``'s ``padding_idx``).
     """
@@ -41,7 +43,7 @@ class TokenEmbedding(nn.Module):
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("d_model", d_model)
         check_positive_int("max_len", max_len)
-        check_choice("positional", positional, ("sinusoidal", "learned"))
+        check_choice("positional", positional, ("sinusoidal", "learned", "none"))
         check_probability("dropout", dropout)
         if pad_id is not None and not (0 <= pad_id < vocab_size):
             raise ValueError(f"pad_id must be a token id in [0, {vocab_size}), got {pad_id}")
@@ -53,8 +55,10 @@ class TokenEmbedding(nn.Module):
                 self.embedding.weight[pad_id].zero_()
         if positional == "sinusoidal":
             self.positional = SinusoidalPositionalEncoding(d_model, max_len)
-        else:
+        elif positional == "learned":
             self.positional = LearnedPositionalEmbedding(max_len, d_model)
+        else:
+            self.positional = None
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, tokens: torch.Tensor, offset: int = 0, *, check_range: bool = True) -> torch.Tensor:
@@ -70,4 +74,7 @@ class TokenEmbedding(nn.Module):
         if check_range:
             check_id_range("tokens", tokens, self.vocab_size)
         x = self.embedding(tokens) * math.sqrt(self.d_model)  # (batch, t, d_model)
+        if self.positional is None:  # positions enter the attention instead (rotary)
+            _check_length(x, self.d_model, self.max_len, offset)  # the same limits as with positions
+            return self.dropout(x)
         return self.dropout(self.positional(x, offset))

@@ -111,6 +111,10 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
         if ours.wide:
             raise ValueError(f"the companion MultiHeadAttention{where} has wide heads (d_k = d_model), and PyTorch's "
                              "heads are narrow (d_k = d_model // num_heads): there is no equal PyTorch module")
+        if getattr(ours, "num_kv_heads", ours.num_heads) != ours.num_heads:
+            raise ValueError(f"the companion attention{where} has {ours.num_kv_heads} key-value heads for "
+                             f"{ours.num_heads} query heads (grouped-query), and nn.MultiheadAttention has one per "
+                             "query head: there is no equal PyTorch module")
         if ours.rotary:
             raise ValueError(f"the companion MultiHeadAttention{where} has rotary=True, and PyTorch's has no rotary "
                              f"embeddings: with the same weights they compute different functions")
@@ -120,6 +124,9 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
         activation = _activation_name(theirs.activation)
         if activation != ours.feed_forward.activation:
             raise ValueError(f"activation differs{where}: companion has {ours.feed_forward.activation!r}, PyTorch {activation!r}")
+        if not isinstance(ours.norm1, nn.LayerNorm):
+            raise ValueError(f"the companion layer{where} uses {type(ours.norm1).__name__}, and PyTorch's layers "
+                             "use LayerNorm: with the same weights they compute different functions")
         if theirs.norm1.eps != ours.norm1.eps:
             raise ValueError(f"layer_norm_eps differs{where}: companion has {ours.norm1.eps}, PyTorch {theirs.norm1.eps}")
         _check_config(ours.self_attn, theirs.self_attn, path + "self_attn")

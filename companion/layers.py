@@ -27,26 +27,41 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor
-from .feedforward import PositionwiseFeedForward
+from ._checks import check_choice, check_positive_int, check_tensor
+from .feedforward import ACTIVATIONS, PositionwiseFeedForward, SwiGLU, swiglu_width
+from .gqa import GroupedQueryAttention
 from .kv_cache import KVCache, MemoryCache
 from .multihead import MultiHeadAttention
+from .norms import RMSNorm
 
-__all__ = ["EncoderLayer", "DecoderLayer"]
+__all__ = ["EncoderLayer", "DecoderLayer", "make_norm"]
+
+
+def make_norm(norm: str, d_model: int, eps: float = 1e-5, bias: bool = True) -> nn.Module:
+    """A block's norm (chapters 6 and 10): ``"layer"``: ``nn.LayerNorm(d_model, eps, bias=bias)``;
+    ``"rms"``: :class:`companion.RMSNorm` (no bias). Returns a module ``(..., d_model) -> (..., d_model)``."""
+    check_choice("norm", norm, ("layer", "rms"))
+    return nn.LayerNorm(d_model, eps=eps, bias=bias) if norm == "layer" else RMSNorm(d_model, eps=eps)
 
 
 class _Layer(nn.Module):
     """What encoder and decoder layers share: sizes, the feed-forward block, the residual wiring."""
 
     def __init__(self, d_model: int, d_ff: int | None, dropout: float, activation: str, norm_first: bool,
-                 layer_norm_eps: float, bias: bool, num_sublayers: int) -> None:
+                 layer_norm_eps: float, bias: bool, num_sublayers: int, norm: str = "layer") -> None:
         super().__init__()
         check_positive_int("d_model", d_model)
-        d_ff = 4 * d_model if d_ff is None else d_ff
+        check_choice("norm", norm, ("layer", "rms"))
+        check_choice("activation", activation, (*ACTIVATIONS, "swiglu"))
         self.d_model, self.norm_first = d_model, norm_first
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
+        if activation == "swiglu":  # three matrices: as many parameters as two of width 4 d_model
+            d_ff = swiglu_width(4 * d_model) if d_ff is None else d_ff
+            self.feed_forward = SwiGLU(d_model, d_ff, dropout, bias)
+        else:
+            d_ff = 4 * d_model if d_ff is None else d_ff
+            self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
         for i in range(1, num_sublayers + 1):  # norm1, norm2 (, norm3), then dropout1, ...
-            setattr(self, f"norm{i}", nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+            setattr(self, f"norm{i}", make_norm(norm, d_model, layer_norm_eps, bias))
         for i in range(1, num_sublayers + 1):
             setattr(self, f"dropout{i}", nn.Dropout(dropout))
 
@@ -86,6 +101,15 @@ class EncoderLayer(_Layer):
         bias: whether linear layers and LayerNorms have biases.
         rotary: rotary position embeddings in the self-attention (chapter 5; see
             :class:`companion.MultiHeadAttention`).
+        norm: ``"layer"`` (LayerNorm, the paper) or ``"rms"`` (:class:`companion.RMSNorm`,
+            chapter 10).
+        num_kv_heads: key-value heads of the self-attention (:class:`companion.GroupedQueryAttention`,
+            chapter 10); ``None``: one per query head (multi-head attention).
+
+    With ``activation="swiglu"`` the feed-forward block is :class:`companion.SwiGLU`, and the
+    default ``d_ff`` is ``swiglu_width(4 * d_model)``, the two-matrix block's parameters.
+    ``norm="rms", activation="swiglu", norm_first=True, bias=False, rotary=True`` is the
+    block of Llama and Mistral (chapter 10).
     """
 
     def __init__(
@@ -99,9 +123,16 @@ class EncoderLayer(_Layer):
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
         rotary: bool = False,
+        norm: str = "layer",
+        num_kv_heads: int | None = None,
     ) -> None:
-        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=2)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
+        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=2,
+                         norm=norm)
+        if num_kv_heads is None:
+            self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
+        else:
+            self.self_attn = GroupedQueryAttention(d_model, num_heads, num_kv_heads, dropout=dropout, bias=bias,
+                                                   rotary=rotary)
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False,
@@ -134,7 +165,7 @@ class EncoderLayer(_Layer):
 class DecoderLayer(_Layer):
     """Masked self-attention, cross-attention to the encoder output, then feed-forward (chapter 6).
 
-    Takes the same arguments as :class:`EncoderLayer`; the cross-attention's queries come
+    Takes the same arguments as :class:`EncoderLayer` but ``num_kv_heads``; the cross-attention's queries come
     from the decoder, its keys and values from the encoder output (``memory``). ``rotary``
     rotates the self-attention's queries and keys only (the memory's positions are the
     source's, not the target's).
@@ -151,8 +182,10 @@ class DecoderLayer(_Layer):
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
         rotary: bool = False,
+        norm: str = "layer",
     ) -> None:
-        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=3)
+        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=3,
+                         norm=norm)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
 

@@ -15,7 +15,7 @@ import torch
 
 from ._checks import check_positive_int, describe
 
-__all__ = ["causal_mask", "padding_mask", "from_key_padding_mask"]
+__all__ = ["causal_mask", "sliding_window_mask", "padding_mask", "from_key_padding_mask"]
 
 
 def causal_mask(t_q: int, t_k: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -41,6 +41,31 @@ def causal_mask(t_q: int, t_k: int | None = None, *, device: torch.device | str 
         raise ValueError(f"causal_mask needs t_k >= t_q (the queries are the last t_q of the t_k positions), got "
                          f"t_q={t_q} and t_k={t_k}")
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
+
+
+def sliding_window_mask(t_q: int, t_k: int | None = None, *, window: int,
+                        device: torch.device | str | None = None) -> torch.Tensor:
+    """Causal attention to the last ``window`` positions only: local attention (chapter 10).
+
+    As in :func:`causal_mask`, the queries are the **last** ``t_q`` of ``t_k`` positions
+    (``t_k > t_q`` when earlier keys are cached). Query ``i`` sits at position
+    ``p = t_k - t_q + i`` and sees keys ``p - window + 1 .. p``: itself and the
+    ``window - 1`` before it (Mistral's sliding window; Longformer's local attention).
+
+    Args:
+        t_q: number of queries.
+        t_k: number of keys, ``>= t_q``; default ``t_q``.
+        window: how many positions each query sees, itself included; ``>= 1``.
+        device: where to create the mask.
+
+    Returns:
+        bool ``(t_q, t_k)``, ``True`` = may attend: a band of width ``window`` ending on the
+        diagonal ``t_k - t_q``.
+    """
+    check_positive_int("window", window)
+    mask = causal_mask(t_q, t_k, device=device)  # (t_q, t_k): keys up to each query's position
+    t_k = mask.size(1)
+    return mask & ~torch.ones_like(mask).tril(diagonal=t_k - t_q - window)  # and none window or more back
 
 
 def padding_mask(

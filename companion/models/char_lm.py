@@ -14,7 +14,8 @@ import torch
 from ..data.chars import CharVocab, reviews_to_text
 from ..data.imdb import Split
 
-__all__ = ["LM_CONFIG", "LM_TRAINING", "split_reviews", "LM_RESULTS", "load_lm_results", "save_lm_results"]
+__all__ = ["LM_CONFIG", "LM_TRAINING", "BLOCKS", "split_reviews", "LM_RESULTS", "load_lm_results",
+           "save_lm_results"]
 
 # What benchmarks/char_lm.py measured (make bench-lm): it writes this file and chapter 8 reads
 # it. Shipped with the package, so a notebook in Colab shows it too.
@@ -27,6 +28,22 @@ LM_RESULTS = Path(__file__).with_name("char_lm_results.json")
 # bigram's level longer (chapter 8 measures it, benchmarks/char_lm.py --positions).
 LM_CONFIG = dict(d_model=128, num_heads=4, num_layers=3, max_len=64, dropout=0.0, positional="sinusoidal")
 LM_TRAINING = dict(steps=2_000, batch_size=64, block_size=64, lr=3e-3, warmup=100)
+
+# Chapter 10's comparison: what each block changes in LM_CONFIG. "2017" is chapter 8's block
+# (LayerNorm, ReLU, biases, sinusoidal positions added to the tokens); "modern" is Llama's
+# (RMSNorm, SwiGLU at the same parameters, no biases, rotary positions in the attention);
+# the others change one thing, or share key-value heads (grouped-query, multi-query).
+MODERN = dict(norm="rms", activation="swiglu", bias=False, rotary=True, positional="none")
+BLOCKS = {
+    "2017": {},
+    "modern": MODERN,
+    "RMSNorm": dict(norm="rms"),
+    "SwiGLU": dict(activation="swiglu"),
+    "no biases": dict(bias=False),
+    "rotary": dict(rotary=True, positional="none"),
+    "modern, GQA (2 key-value heads)": MODERN | dict(num_kv_heads=2),
+    "modern, MQA (1 key-value head)": MODERN | dict(num_kv_heads=1),
+}
 
 
 def split_reviews(data: dict[str, Split], quick: bool = False):

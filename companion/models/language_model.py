@@ -25,7 +25,7 @@ from .._checks import check_positive_int, check_tokens
 from ..data.chars import random_windows
 from ..embedding import TokenEmbedding
 from ..kv_cache import KVCache
-from ..layers import EncoderLayer
+from ..layers import EncoderLayer, make_norm
 from ..masks import causal_mask
 from ..sampling import sample_next_token
 from ..transformer import apply_layers
@@ -45,24 +45,33 @@ class TransformerLM(nn.Module):
         d_ff: hidden width of the feed-forward blocks; default ``4 * d_model``.
         max_len: the longest context, prompt and generated tokens together.
         dropout: dropout in the embeddings and the blocks (training mode only).
-        positional: ``"learned"`` (GPT's choice) or ``"sinusoidal"``.
+        positional: ``"learned"`` (GPT's choice), ``"sinusoidal"``, or ``"none"`` (with
+            ``rotary``, positions enter the attention only).
+        norm, activation, bias, rotary, num_kv_heads: the blocks' (:class:`companion.EncoderLayer`);
+            the final norm is of the same kind, and the output projection has a bias
+            only with ``bias``.
 
-    The blocks are pre-norm :class:`companion.EncoderLayer` s, so a final LayerNorm comes
-    before the output projection (chapter 6 explains why pre-norm trains more easily).
+    The blocks are pre-norm :class:`companion.EncoderLayer` s, so a final norm comes
+    before the output projection (chapter 6 explains why pre-norm trains more easily). The
+    defaults build chapter 8's 2017 block; ``norm="rms", activation="swiglu", bias=False,
+    rotary=True, positional="none"`` builds Llama's (chapter 10).
     """
 
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
                  d_ff: int | None = None, max_len: int = 256, dropout: float = 0.0,
-                 positional: str = "learned") -> None:
+                 positional: str = "learned", *, norm: str = "layer", activation: str = "relu",
+                 bias: bool = True, rotary: bool = False, num_kv_heads: int | None = None) -> None:
         super().__init__()
         check_positive_int("num_layers", num_layers)
         self.vocab_size, self.max_len, self.num_layers = vocab_size, max_len, num_layers
         self.embedding = TokenEmbedding(vocab_size, d_model, max_len, positional=positional, dropout=dropout)
         self.blocks = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=True) for _ in range(num_layers)
+            EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=True, activation=activation,
+                         bias=bias, rotary=rotary, norm=norm, num_kv_heads=num_kv_heads)
+            for _ in range(num_layers)
         )
-        self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size)
+        self.norm = make_norm(norm, d_model, bias=bias)  # the stack's final norm (pre-norm blocks)
+        self.head = nn.Linear(d_model, vocab_size, bias=bias)
 
     def new_caches(self) -> list[KVCache]:
         """One empty :class:`companion.KVCache` per block, for :meth:`forward`'s ``caches``."""

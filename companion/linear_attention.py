@@ -1,0 +1,103 @@
+"""Linear attention: a kernel instead of the softmax, so the cost grows as ``t``, not ``t^2`` (chapter 10).
+
+Softmax attention weighs key ``j`` for query ``i`` by ``exp(q_i . k_j)``. Replace that by
+a product of positive features, ``phi(q_i) . phi(k_j)`` (Katharopoulos et al., 2020, with
+``phi(x) = elu(x) + 1``), and the sum over keys can be regrouped::
+
+    out_i = sum_j (phi(q_i) . phi(k_j)) v_j / sum_j phi(q_i) . phi(k_j)
+          = phi(q_i)^T (sum_j phi(k_j) v_j^T) / phi(q_i)^T (sum_j phi(k_j))
+
+The ``d_k x d_v`` matrix ``sum_j phi(k_j) v_j^T`` is computed once, so no ``t x t`` matrix
+exists. With a causal mask the sums run over ``j <= i``: a running state, updated once per
+token, which is why these models generate like recurrent networks. The weights are no
+longer a softmax, so the model computes something else; chapter 10 measures what that costs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_positive_int, check_same_dtype_device, check_tensor
+
+__all__ = ["elu_feature_map", "linear_attention", "linear_attention_weights"]
+
+
+def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
+    """``phi(x) = elu(x) + 1`` (chapter 10): ``x + 1`` for ``x > 0``, ``exp(x)`` below, so every weight is > 0.
+
+    Any shape in, the same shape out.
+
+    Written as ``exp(x)`` for ``x <= 0`` rather than ``elu(x) + 1``: the same function, but
+    ``elu(x) + 1`` rounds to 0 for ``x`` below about -17 in float32, and a row of zeros
+    would divide by zero.
+    """
+    return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))  # clamp: no inf in the unused branch
+
+
+def _check(Q, K, V) -> None:
+    check_tensor("Q", Q, ndim=4, shape_doc="(batch, num_heads, t_q, d_k)")
+    check_tensor("K", K, ndim=4, shape_doc="(batch, num_heads, t_k, d_k)")
+    check_tensor("V", V, ndim=4, shape_doc="(batch, num_heads, t_k, d_v)")
+    check_same_dtype_device(Q=Q, K=K, V=V)
+    if Q.shape[:2] != K.shape[:2] or K.shape[:3] != V.shape[:3] or Q.size(-1) != K.size(-1):
+        raise ValueError(f"Q (batch, num_heads, t_q, d_k), K (batch, num_heads, t_k, d_k) and V (batch, "
+                         f"num_heads, t_k, d_v) must agree, got {tuple(Q.shape)}, {tuple(K.shape)} and "
+                         f"{tuple(V.shape)}")
+
+
+def linear_attention_weights(Q: torch.Tensor, K: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """The weights linear attention uses, written out, ``t_q x t_k``: for checking and plotting (chapter 10).
+
+    Args:
+        Q: ``(batch, num_heads, t_q, d_k)``; K: ``(batch, num_heads, t_k, d_k)``.
+        causal: with ``t_q = t_k``, query ``i`` weighs keys ``0 .. i`` only.
+
+    Returns:
+        ``(batch, num_heads, t_q, t_k)``, each row positive (zero above the diagonal when
+        causal) and summing to 1: ``phi(q_i) . phi(k_j) / sum_j' phi(q_i) . phi(k_j')``.
+    """
+    scores = elu_feature_map(Q) @ elu_feature_map(K).transpose(-2, -1)  # (batch, heads, t_q, t_k)
+    if causal:
+        scores = scores.tril()
+    return scores / scores.sum(dim=-1, keepdim=True)
+
+
+def linear_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
+                     chunk_size: int = 64) -> torch.Tensor:
+    """Attention with weights ``phi(q_i) . phi(k_j)``, in time and memory linear in ``t`` (chapter 10).
+
+    Args:
+        Q: ``(batch, num_heads, t_q, d_k)``.
+        K: ``(batch, num_heads, t_k, d_k)``.
+        V: ``(batch, num_heads, t_k, d_v)``.
+        causal: each position sees itself and the positions before it (needs ``t_q = t_k``).
+            Computed a chunk at a time: within a chunk the weights are written out
+            (``chunk_size^2`` numbers), and the chunks before it enter through the running
+            state ``sum_j phi(k_j) v_j^T``.
+        chunk_size: positions per chunk when causal.
+
+    Returns:
+        ``(batch, num_heads, t_q, d_v)``: ``linear_attention_weights(Q, K, causal) @ V``,
+        without the ``t_q x t_k`` matrix.
+    """
+    _check(Q, K, V)
+    check_positive_int("chunk_size", chunk_size)
+    phi_Q, phi_K = elu_feature_map(Q), elu_feature_map(K)  # (batch, heads, t, d_k), positive
+    if not causal:
+        state = phi_K.transpose(-2, -1) @ V  # (batch, heads, d_k, d_v): sum_j phi(k_j) v_j^T
+        normaliser = phi_K.sum(dim=-2)  # (batch, heads, d_k): sum_j phi(k_j)
+        return (phi_Q @ state) / (phi_Q @ normaliser[..., None])  # (batch, heads, t_q, d_v)
+    if Q.size(-2) != K.size(-2):
+        raise ValueError(f"causal linear attention needs t_q = t_k, got {Q.size(-2)} and {K.size(-2)}")
+    state = Q.new_zeros(*Q.shape[:2], Q.size(-1), V.size(-1))  # (batch, heads, d_k, d_v), the chunks before
+    normaliser = Q.new_zeros(*Q.shape[:2], Q.size(-1))  # (batch, heads, d_k)
+    outputs = []
+    for start in range(0, Q.size(-2), chunk_size):
+        q, k, v = (x[..., start:start + chunk_size, :] for x in (phi_Q, phi_K, V))  # (batch, heads, c, d)
+        within = (q @ k.transpose(-2, -1)).tril()  # (batch, heads, c, c): this chunk, causal
+        numerator = within @ v + q @ state  # (batch, heads, c, d_v)
+        denominator = within.sum(dim=-1) + (q @ normaliser[..., None]).squeeze(-1)  # (batch, heads, c)
+        outputs.append(numerator / denominator[..., None])
+        state = state + k.transpose(-2, -1) @ v  # add this chunk's keys and values
+        normaliser = normaliser + k.sum(dim=-2)
+    return torch.cat(outputs, dim=-2)  # (batch, heads, t, d_v)
