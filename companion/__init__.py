@@ -36,7 +36,7 @@ from .pooling import masked_mean
 from .norms import RMSNorm
 from .gqa import GroupedQueryAttention, repeat_kv
 from .memory_efficient import TiledAttention, online_softmax, tiled_attention
-from .linear_attention import elu_feature_map, linear_attention, linear_attention_weights
+from .linear_attention import LinearAttention, elu_feature_map, linear_attention, linear_attention_weights
 from .interop import copy_weights, torch_state_dict
 
 # the wings: whole models and data
@@ -158,6 +158,7 @@ __all__ = [
     "sliding_window_mask",
     "linear_attention",
     "linear_attention_weights",
+    "LinearAttention",
     "elu_feature_map",
     "RMSNorm",
     "SwiGLU",

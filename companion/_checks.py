@@ -150,3 +150,15 @@ def check_same_dtype_device(**tensors: torch.Tensor) -> None:
                 f"{first_name} and {name} must be on the same device, got {first.device} and {t.device}; "
                 f"move one with .to({first_name}.device)"
             )
+
+
+def check_qkv(Q, K, V) -> None:
+    """Raise unless ``Q (..., t_q, d_k)``, ``K (..., t_k, d_k)`` and ``V (..., t_k, d_v)`` agree (chapter 10)."""
+    check_tensor("Q", Q, ndim=4, shape_doc="(batch, num_heads, t_q, d_k)")
+    check_tensor("K", K, ndim=4, shape_doc="(batch, num_heads, t_k, d_k)")
+    check_tensor("V", V, ndim=4, shape_doc="(batch, num_heads, t_k, d_v)")
+    check_same_dtype_device(Q=Q, K=K, V=V)
+    if Q.shape[:2] != K.shape[:2] or K.shape[:3] != V.shape[:3] or Q.size(-1) != K.size(-1):
+        raise ValueError(f"Q (batch, num_heads, t_q, d_k), K (batch, num_heads, t_k, d_k) and V (batch, "
+                         f"num_heads, t_k, d_v) must agree, got {tuple(Q.shape)}, {tuple(K.shape)} and "
+                         f"{tuple(V.shape)}")

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .layers import DecoderLayer, EncoderLayer
+from .linear_attention import LinearAttention
 from .multihead import MultiHeadAttention
 from .transformer import Decoder, Encoder
 
@@ -111,6 +112,10 @@ def _check_config(ours: nn.Module, theirs: nn.Module, path: str = "") -> None:
         if ours.wide:
             raise ValueError(f"the companion MultiHeadAttention{where} has wide heads (d_k = d_model), and PyTorch's "
                              "heads are narrow (d_k = d_model // num_heads): there is no equal PyTorch module")
+        if isinstance(ours, LinearAttention):
+            raise ValueError(f"the companion attention{where} is linear attention (a feature map instead of the "
+                             "softmax), and nn.MultiheadAttention's is softmax attention: there is no equal PyTorch "
+                             "module")
         if getattr(ours, "num_kv_heads", ours.num_heads) != ours.num_heads:
             raise ValueError(f"the companion attention{where} has {ours.num_kv_heads} key-value heads for "
                              f"{ours.num_heads} query heads (grouped-query), and nn.MultiheadAttention has one per "

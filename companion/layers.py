@@ -30,6 +30,7 @@ from torch import nn
 from ._checks import check_choice, check_positive_int, check_tensor
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward, SwiGLU, swiglu_width
 from .gqa import GroupedQueryAttention
+from .linear_attention import LinearAttention
 from .kv_cache import KVCache, MemoryCache
 from .multihead import MultiHeadAttention
 from .norms import RMSNorm
@@ -105,6 +106,8 @@ class EncoderLayer(_Layer):
             chapter 10).
         num_kv_heads: key-value heads of the self-attention (:class:`companion.GroupedQueryAttention`,
             chapter 10); ``None``: one per query head (multi-head attention).
+        attention: ``"softmax"``, or ``"linear"``: :class:`companion.LinearAttention` (causal
+            only, no dropout on weights; chapter 10).
 
     With ``activation="swiglu"`` the feed-forward block is :class:`companion.SwiGLU`, and the
     default ``d_ff`` is ``swiglu_width(4 * d_model)``, the two-matrix block's parameters.
@@ -125,10 +128,16 @@ class EncoderLayer(_Layer):
         rotary: bool = False,
         norm: str = "layer",
         num_kv_heads: int | None = None,
+        attention: str = "softmax",
     ) -> None:
         super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=2,
                          norm=norm)
-        if num_kv_heads is None:
+        check_choice("attention", attention, ("softmax", "linear"))
+        if attention == "linear":
+            if num_kv_heads is not None:
+                raise ValueError("attention='linear' has one key-value head per query head: leave num_kv_heads None")
+            self.self_attn = LinearAttention(d_model, num_heads, bias=bias, rotary=rotary)
+        elif num_kv_heads is None:
             self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
         else:
             self.self_attn = GroupedQueryAttention(d_model, num_heads, num_kv_heads, dropout=dropout, bias=bias,

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_positive_int, check_same_dtype_device, check_tensor
+from ._checks import check_positive_int, check_qkv
+from .masks import causal_mask
+from .multihead import MultiHeadAttention
 
-__all__ = ["elu_feature_map", "linear_attention", "linear_attention_weights"]
+__all__ = ["elu_feature_map", "linear_attention", "linear_attention_weights", "LinearAttention"]
 
 
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -34,23 +36,12 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))  # clamp: no inf in the unused branch
 
 
-def _check(Q, K, V) -> None:
-    check_tensor("Q", Q, ndim=4, shape_doc="(batch, num_heads, t_q, d_k)")
-    check_tensor("K", K, ndim=4, shape_doc="(batch, num_heads, t_k, d_k)")
-    check_tensor("V", V, ndim=4, shape_doc="(batch, num_heads, t_k, d_v)")
-    check_same_dtype_device(Q=Q, K=K, V=V)
-    if Q.shape[:2] != K.shape[:2] or K.shape[:3] != V.shape[:3] or Q.size(-1) != K.size(-1):
-        raise ValueError(f"Q (batch, num_heads, t_q, d_k), K (batch, num_heads, t_k, d_k) and V (batch, "
-                         f"num_heads, t_k, d_v) must agree, got {tuple(Q.shape)}, {tuple(K.shape)} and "
-                         f"{tuple(V.shape)}")
-
-
 def linear_attention_weights(Q: torch.Tensor, K: torch.Tensor, causal: bool = False) -> torch.Tensor:
     """The weights linear attention uses, written out, ``t_q x t_k``: for checking and plotting (chapter 10).
 
     Args:
         Q: ``(batch, num_heads, t_q, d_k)``; K: ``(batch, num_heads, t_k, d_k)``.
-        causal: with ``t_q = t_k``, query ``i`` weighs keys ``0 .. i`` only.
+        causal: query ``i`` weighs keys ``0 .. t_k - t_q + i`` only (:func:`companion.causal_mask`).
 
     Returns:
         ``(batch, num_heads, t_q, t_k)``, each row positive (zero above the diagonal when
@@ -58,7 +49,7 @@ def linear_attention_weights(Q: torch.Tensor, K: torch.Tensor, causal: bool = Fa
     """
     scores = elu_feature_map(Q) @ elu_feature_map(K).transpose(-2, -1)  # (batch, heads, t_q, t_k)
     if causal:
-        scores = scores.tril()
+        scores = scores.tril(diagonal=K.size(-2) - Q.size(-2))  # the queries are the last t_q positions
     return scores / scores.sum(dim=-1, keepdim=True)
 
 
@@ -70,27 +61,31 @@ def linear_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
         Q: ``(batch, num_heads, t_q, d_k)``.
         K: ``(batch, num_heads, t_k, d_k)``.
         V: ``(batch, num_heads, t_k, d_v)``.
-        causal: each position sees itself and the positions before it (needs ``t_q = t_k``).
-            Computed a chunk at a time: within a chunk the weights are written out
-            (``chunk_size^2`` numbers), and the chunks before it enter through the running
-            state ``sum_j phi(k_j) v_j^T``.
+        causal: each position sees itself and the positions before it; as in
+            :func:`companion.causal_mask`, the queries are the **last** ``t_q`` of the ``t_k``
+            positions (``t_q < t_k`` when earlier keys are cached). Computed a chunk at a
+            time: within a chunk the weights are written out (``chunk_size^2`` numbers), and
+            everything before it enters through the running state ``sum_j phi(k_j) v_j^T``.
         chunk_size: positions per chunk when causal.
 
     Returns:
         ``(batch, num_heads, t_q, d_v)``: ``linear_attention_weights(Q, K, causal) @ V``,
         without the ``t_q x t_k`` matrix.
     """
-    _check(Q, K, V)
+    check_qkv(Q, K, V)
     check_positive_int("chunk_size", chunk_size)
     phi_Q, phi_K = elu_feature_map(Q), elu_feature_map(K)  # (batch, heads, t, d_k), positive
     if not causal:
         state = phi_K.transpose(-2, -1) @ V  # (batch, heads, d_k, d_v): sum_j phi(k_j) v_j^T
         normaliser = phi_K.sum(dim=-2)  # (batch, heads, d_k): sum_j phi(k_j)
         return (phi_Q @ state) / (phi_Q @ normaliser[..., None])  # (batch, heads, t_q, d_v)
-    if Q.size(-2) != K.size(-2):
-        raise ValueError(f"causal linear attention needs t_q = t_k, got {Q.size(-2)} and {K.size(-2)}")
-    state = Q.new_zeros(*Q.shape[:2], Q.size(-1), V.size(-1))  # (batch, heads, d_k, d_v), the chunks before
-    normaliser = Q.new_zeros(*Q.shape[:2], Q.size(-1))  # (batch, heads, d_k)
+    offset = K.size(-2) - Q.size(-2)  # keys before the first query: cached positions
+    if offset < 0:
+        raise ValueError(f"causal linear attention needs t_k >= t_q (the queries are the last t_q of the t_k "
+                         f"positions), got t_q={Q.size(-2)} and t_k={K.size(-2)}")
+    state = phi_K[..., :offset, :].transpose(-2, -1) @ V[..., :offset, :]  # (batch, heads, d_k, d_v)
+    normaliser = phi_K[..., :offset, :].sum(dim=-2)  # (batch, heads, d_k): the positions before the queries
+    phi_K, V = phi_K[..., offset:, :], V[..., offset:, :]  # the keys at the queries' positions
     outputs = []
     for start in range(0, Q.size(-2), chunk_size):
         q, k, v = (x[..., start:start + chunk_size, :] for x in (phi_Q, phi_K, V))  # (batch, heads, c, d)
@@ -101,3 +96,35 @@ def linear_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
         state = state + k.transpose(-2, -1) @ v  # add this chunk's keys and values
         normaliser = normaliser + k.sum(dim=-2)
     return torch.cat(outputs, dim=-2)  # (batch, heads, t, d_v)
+
+
+class LinearAttention(MultiHeadAttention):
+    """Causal multi-head linear attention: :class:`companion.MultiHeadAttention` with
+    :func:`linear_attention` in place of the softmax (chapter 10).
+
+    The same arguments, projections, rotary positions and key-value cache as
+    :class:`companion.MultiHeadAttention`; each head computes
+    ``linear_attention(Q, K, V, causal=True)``. It is a decoder's attention: the only
+    masks it takes are ``causal_mask(t_q, t_k)`` and ``None`` for a single query (which sees
+    every key), so a padding mask is refused rather than ignored; attention weights are not
+    returned (:func:`linear_attention_weights` writes them out).
+    """
+
+    def _attend(self, Q, K, V, mask, need_weights: bool, head_mask):
+        """``Q`` ``(batch, num_heads, t_q, d_k)``, ``K``, ``V`` ``(batch, num_heads, t_k, d_k)``."""
+        t_q, t_k = Q.size(-2), K.size(-2)
+        if need_weights:
+            raise ValueError("LinearAttention computes no attention weights; write them out with "
+                             "companion.linear_attention_weights(Q, K, causal=True)")
+        causal = t_q == 1 and mask is None or (
+            isinstance(mask, torch.Tensor) and mask.shape == (t_q, t_k)
+            and torch.equal(mask, causal_mask(t_q, t_k, device=mask.device)))
+        if not causal:
+            raise ValueError(f"LinearAttention is causal: it takes mask=causal_mask({t_q}, {t_k}) (or None for "
+                             f"a single query), got {'None' if mask is None else tuple(mask.shape)}")
+        if self.training and self.dropout > 0:
+            raise ValueError("LinearAttention has no attention weights to drop out: build it with dropout=0")
+        heads = linear_attention(Q, K, V, causal=True)  # (batch, num_heads, t_q, d_k)
+        if head_mask is not None:
+            heads = heads * head_mask.view(self.num_heads, 1, 1)
+        return self.W_o(self.merge_heads(heads)), None  # (batch, t_q, d_model)

@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from ._checks import check_positive_int, check_same_dtype_device, check_tensor
+from ._checks import check_positive_int, check_qkv, check_tensor
 
 __all__ = ["online_softmax", "tiled_attention", "TiledAttention"]
 
@@ -53,18 +53,6 @@ def online_softmax(x: torch.Tensor, block_size: int) -> torch.Tensor:
     if not bool(torch.isfinite(m).all()):
         raise ValueError("a row of x is all -inf: its softmax is undefined; every row needs a finite entry")
     return torch.exp(x - m[..., None]) / l[..., None]  # (..., n)
-
-
-def _check_qkv(Q, K, V, block_size: int) -> None:
-    check_tensor("Q", Q, ndim=4, shape_doc="(batch, num_heads, t_q, d_k)")
-    check_tensor("K", K, ndim=4, shape_doc="(batch, num_heads, t_k, d_k)")
-    check_tensor("V", V, ndim=4, shape_doc="(batch, num_heads, t_k, d_v)")
-    check_same_dtype_device(Q=Q, K=K, V=V)
-    if Q.shape[:2] != K.shape[:2] or K.shape[:3] != V.shape[:3] or Q.size(-1) != K.size(-1):
-        raise ValueError(f"Q (batch, num_heads, t_q, d_k), K (batch, num_heads, t_k, d_k) and V (batch, "
-                         f"num_heads, t_k, d_v) must agree, got {tuple(Q.shape)}, {tuple(K.shape)} and "
-                         f"{tuple(V.shape)}")
-    check_positive_int("block_size", block_size)
 
 
 def _key_blocks(q_start: int, q_end: int, t_k: int, block_size: int, causal: bool, offset: int):
@@ -170,7 +158,8 @@ def tiled_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, block_siz
         ``causal_mask(t_q, t_k)`` when ``causal``); differentiable, by recomputation
         (:class:`TiledAttention`).
     """
-    _check_qkv(Q, K, V, block_size)
+    check_qkv(Q, K, V)
+    check_positive_int("block_size", block_size)
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r}")
     if causal and K.size(-2) < Q.size(-2):

@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from companion import (EncoderLayer, scaled_dot_product_attention, GroupedQueryAttention, KVCache, MultiHeadAttention, RMSNorm, SwiGLU,
                        causal_mask, elu_feature_map, linear_attention, linear_attention_weights, online_softmax,
                        repeat_kv, sliding_window_mask, swiglu_width, tiled_attention)
+from companion.course.measure import LargestTensor
 from companion.rotary import rotary_angles
 
 DOUBLE = dict(dtype=torch.float64)
@@ -20,21 +20,6 @@ DOUBLE = dict(dtype=torch.float64)
 
 def randn(*shape, seed=0, **kw):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), **DOUBLE, **kw)
-
-
-class LargestTensor(TorchDispatchMode):
-    """Records the most elements of any tensor an operation creates."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.numel())
-        return out
 
 
 # ---------------------------------------------------------------- RMSNorm and SwiGLU
@@ -334,9 +319,42 @@ def test_encoder_layer_explains_an_unknown_norm_or_activation():
     (dict(norm="rms"), "uses RMSNorm, and PyTorch's layers use LayerNorm"),
     (dict(activation="swiglu"), "activation differs"),
     (dict(num_kv_heads=2), "2 key-value heads for 4 query heads"),
+    (dict(attention="linear"), "is linear attention"),
 ])
 def test_copy_weights_refuses_the_modern_pieces(options, message):
     from companion import copy_weights
     theirs = nn.TransformerEncoderLayer(32, 4, 128, batch_first=True)
     with pytest.raises(ValueError, match=message):
         copy_weights(EncoderLayer(32, 4, **options), theirs)
+
+
+def test_causal_linear_attention_with_cached_keys():
+    Q, K, V = randn(2, 3, 4, 8), randn(2, 3, 11, 8, seed=1), randn(2, 3, 11, 5, seed=2)
+    weights = linear_attention_weights(Q, K, causal=True)  # the queries are the last 4 of 11 positions
+    assert bool((weights[..., 0, 8:] == 0).all()) and bool((weights[..., 0, :8] > 0).all())
+    torch.testing.assert_close(linear_attention(Q, K, V, causal=True, chunk_size=3), weights @ V, rtol=0, atol=1e-12)
+
+
+def test_linear_attention_module_caches_and_refuses_other_masks():
+    from companion import LinearAttention, TransformerLM, generate
+    torch.manual_seed(0)
+    attention = LinearAttention(32, 4, rotary=True).double().eval()
+    x = randn(2, 6, 32)
+    full, _ = attention(x, x, x, mask=causal_mask(6))
+    cache = KVCache()
+    first, _ = attention(x[:, :3], x[:, :3], x[:, :3], mask=causal_mask(3), cache=cache)
+    rest = [attention(x[:, i:i + 1], x[:, i:i + 1], x[:, i:i + 1], cache=cache)[0] for i in range(3, 6)]
+    torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"LinearAttention is causal: it takes mask=causal_mask\(6, 6\)"):
+        attention(x, x, x, mask=torch.ones(2, 1, 6, dtype=torch.bool))
+    with pytest.raises(ValueError, match="LinearAttention is causal"):
+        attention(x, x, x)  # no mask over six queries would be full attention
+    with pytest.raises(ValueError, match="no attention weights"):
+        attention(x, x, x, mask=causal_mask(6), need_weights=True)
+    model = TransformerLM(20, d_model=32, num_heads=4, num_layers=2, max_len=16, positional="none", rotary=True,
+                          attention="linear").eval()
+    ids = torch.randint(0, 20, (2, 5), generator=torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(1)
+    cached = generate(model, ids, 8, generator=g)
+    uncached = generate(model, ids, 8, generator=torch.Generator().manual_seed(1), use_cache=False)
+    assert torch.equal(cached, uncached)

@@ -2495,3 +2495,600 @@ def ablate_head(Z, num_heads, head):
 }
 for _id, _answers in _FRESH_TRIAL.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# Chapter 10 (issue #33): wrong answers written from the statements.
+_CH10 = {
+    "ch10-merge": [
+        ("adds the sums without rescaling", """
+def merge_stats(m1, l1, m2, l2):
+    return torch.maximum(m1, m2), l1 + l2
+"""),
+        ("rescales by exp(m - m_i): the wrong sign", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    return m, l1 * torch.exp(m - m1) + l2 * torch.exp(m - m2)
+"""),
+        ("rescales only the first sum", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    return m, l1 * torch.exp(m1 - m) + l2
+"""),
+        ("keeps the first maximum", """
+def merge_stats(m1, l1, m2, l2):
+    return m1, l1 + l2 * torch.exp(m2 - m1)
+"""),
+        ("nan when both blocks are empty", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    return m, l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
+"""),
+        ("exponentiates the maxima alone: overflows", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    total = l1 * torch.exp(m1) + l2 * torch.exp(m2)
+    return m, total / torch.exp(m)
+"""),
+        ("uses the sum of the maxima", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    return m, (l1 + l2) * torch.exp(-(m1 - m2).abs()) + 0 * m
+"""),
+        ("float32 zeros for the empty case", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    safe = torch.where(torch.isinf(m), torch.zeros(m.shape), m)
+    return m, l1 * torch.exp(m1 - safe) + l2 * torch.exp(m2 - safe)
+"""),
+        ("the maximum of the sums", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    return m, torch.maximum(l1 * torch.exp(m1 - safe), l2 * torch.exp(m2 - safe))
+"""),
+    ],
+    "ch10-tiled": [
+        ("all scores at once", """
+def tiled_attention_forward(Q, K, V, block_size):
+    S = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    S = S - S.amax(-1, keepdim=True)
+    P = torch.exp(S)
+    return (P / P.sum(-1, keepdim=True)) @ V
+"""),
+        ("normalises each block on its own", """
+def tiled_attention_forward(Q, K, V, block_size):
+    out = 0
+    for j in range(0, K.shape[-2], block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        P = torch.exp(S - S.amax(-1, keepdim=True))
+        out = out + (P / P.sum(-1, keepdim=True)) @ V[..., j:j + block_size, :]
+    return out / math.ceil(K.shape[-2] / block_size)
+"""),
+        ("forgets to rescale the output", """
+def tiled_attention_forward(Q, K, V, block_size):
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+    for j in range(0, K.shape[-2], block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        m_new = torch.maximum(m, S.amax(-1))
+        P = torch.exp(S - m_new[..., None])
+        l = l * torch.exp(m - m_new) + P.sum(-1)
+        a = a + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("no 1/sqrt(d_k)", """
+def tiled_attention_forward(Q, K, V, block_size):
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+    for j in range(0, K.shape[-2], block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1)
+        m_new = torch.maximum(m, S.amax(-1))
+        r = torch.exp(m - m_new)
+        P = torch.exp(S - m_new[..., None])
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("drops the last, shorter block", """
+def tiled_attention_forward(Q, K, V, block_size):
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+    for j in range(0, K.shape[-2] - block_size + 1, block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        m_new = torch.maximum(m, S.amax(-1))
+        r = torch.exp(m - m_new)
+        P = torch.exp(S - m_new[..., None])
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("no running maximum: overflows", """
+def tiled_attention_forward(Q, K, V, block_size):
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+    for j in range(0, K.shape[-2], block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        P = torch.exp(S)
+        l = l + P.sum(-1)
+        a = a + P @ V[..., j:j + block_size, :]
+    return a / l[..., None]
+"""),
+        ("sqrt of d_v instead of d_k", """
+def tiled_attention_forward(Q, K, V, block_size):
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+    for j in range(0, K.shape[-2], block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(V.shape[-1])
+        m_new = torch.maximum(m, S.amax(-1))
+        r = torch.exp(m - m_new)
+        P = torch.exp(S - m_new[..., None])
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("transpose(1, 2): only right without batch dimensions", """
+def tiled_attention_forward(Q, K, V, block_size):
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+    for j in range(0, K.shape[-2], block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(0, 1) / math.sqrt(Q.shape[-1])
+        m_new = torch.maximum(m, S.amax(-1))
+        r = torch.exp(m - m_new)
+        P = torch.exp(S - m_new[..., None])
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("float32 running sums", """
+def tiled_attention_forward(Q, K, V, block_size):
+    m = torch.full(Q.shape[:-1], -math.inf)
+    l = torch.zeros(Q.shape[:-1])
+    a = torch.zeros(*Q.shape[:-1], V.shape[-1])
+    for j in range(0, K.shape[-2], block_size):
+        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        m_new = torch.maximum(m, S.amax(-1))
+        r = torch.exp(m - m_new)
+        P = torch.exp(S - m_new[..., None])
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+    ],
+    "ch10-expand-kv": [
+        ("repeat: heads 0, 1, 0, 1", """
+def expand_kv(x, num_heads):
+    return x.repeat(1, num_heads // x.shape[1], 1, 1)
+"""),
+        ("repeats the batch", """
+def expand_kv(x, num_heads):
+    return x.repeat_interleave(num_heads // x.shape[1], dim=0)
+"""),
+        ("repeats by num_heads, not the group", """
+def expand_kv(x, num_heads):
+    return x.repeat_interleave(num_heads, dim=1)[:, :num_heads]
+"""),
+        ("first head for all", """
+def expand_kv(x, num_heads):
+    return x[:, :1].expand(-1, num_heads, -1, -1)
+"""),
+        ("i % num_kv_heads", """
+def expand_kv(x, num_heads):
+    return torch.stack([x[:, i % x.shape[1]] for i in range(num_heads)], dim=1)
+"""),
+        ("repeats along time", """
+def expand_kv(x, num_heads):
+    return x.repeat_interleave(num_heads // x.shape[1], dim=2)
+"""),
+        ("casts to float32", """
+def expand_kv(x, num_heads):
+    return x.float().repeat_interleave(num_heads // x.shape[1], dim=1)
+"""),
+        ("group from the wrong axis", """
+def expand_kv(x, num_heads):
+    return x.repeat_interleave(num_heads // x.shape[0], dim=1)
+"""),
+    ],
+    "ch10-rmsnorm": [
+        ("LayerNorm: subtracts the mean", """
+def rms_norm(x, g, eps):
+    x = x - x.mean(-1, keepdim=True)
+    return g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+"""),
+        ("eps outside the root", """
+def rms_norm(x, g, eps):
+    return g * x / (torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps)
+"""),
+        ("sum, not mean", """
+def rms_norm(x, g, eps):
+    return g * x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps)
+"""),
+        ("no gain", """
+def rms_norm(x, g, eps):
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+"""),
+        ("the first axis", """
+def rms_norm(x, g, eps):
+    return g * x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps)
+"""),
+        ("the norm, not the root mean square", """
+def rms_norm(x, g, eps):
+    return g * x / (x.norm(dim=-1, keepdim=True) + eps)
+"""),
+        ("unbiased variance", """
+def rms_norm(x, g, eps):
+    return g * x / torch.sqrt(x.var(-1, keepdim=True) + eps)
+"""),
+        ("returns float32", """
+def rms_norm(x, g, eps):
+    x32 = x.float()
+    return g.float() * x32 / torch.sqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+"""),
+        ("no eps", """
+def rms_norm(x, g, eps):
+    return g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True))
+"""),
+        ("gain detached", """
+def rms_norm(x, g, eps):
+    return g.detach() * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+"""),
+    ],
+    "ch10-window": [
+        ("queries at the first positions", """
+def window_mask(t_q, t_k, window):
+    i = torch.arange(t_q)[:, None]
+    j = torch.arange(t_k)[None, :]
+    return (j <= i) & (j > i - window)
+"""),
+        ("window one too wide", """
+def window_mask(t_q, t_k, window):
+    p = torch.arange(t_q)[:, None] + t_k - t_q
+    j = torch.arange(t_k)[None, :]
+    return (j <= p) & (j >= p - window)
+"""),
+        ("not causal: a band on both sides", """
+def window_mask(t_q, t_k, window):
+    p = torch.arange(t_q)[:, None] + t_k - t_q
+    j = torch.arange(t_k)[None, :]
+    return (j - p).abs() < window
+"""),
+        ("excludes itself", """
+def window_mask(t_q, t_k, window):
+    p = torch.arange(t_q)[:, None] + t_k - t_q
+    j = torch.arange(t_k)[None, :]
+    return (j < p) & (j >= p - window)
+"""),
+        ("an int mask", """
+def window_mask(t_q, t_k, window):
+    p = torch.arange(t_q)[:, None] + t_k - t_q
+    j = torch.arange(t_k)[None, :]
+    return ((j <= p) & (j > p - window)).int()
+"""),
+        ("True = masked", """
+def window_mask(t_q, t_k, window):
+    p = torch.arange(t_q)[:, None] + t_k - t_q
+    j = torch.arange(t_k)[None, :]
+    return ~((j <= p) & (j > p - window))
+"""),
+        ("tril and triu from the wrong diagonal", """
+def window_mask(t_q, t_k, window):
+    ones = torch.ones(t_q, t_k, dtype=torch.bool)
+    return ones.tril() & ~ones.tril(-window)
+"""),
+        ("only the window, no causal limit with a cache", """
+def window_mask(t_q, t_k, window):
+    p = torch.arange(t_q)[:, None] + t_k - t_q
+    j = torch.arange(t_k)[None, :]
+    return j > p - window
+"""),
+        ("shape (t_k, t_q)", """
+def window_mask(t_q, t_k, window):
+    p = torch.arange(t_q)[None, :] + t_k - t_q
+    j = torch.arange(t_k)[:, None]
+    return (j <= p) & (j > p - window)
+"""),
+    ],
+}
+for _id, _answers in _CH10.items():
+    WRONG.setdefault(_id, []).extend(_answers)
+
+
+# Chapter 10's wrong answers written blind: by a reviewer who read only the exercise statements
+# and the chapter's prose, not the checks (each one failed with its reason when added).
+_CH10_BLIND = {
+    "ch10-merge": [
+        ("textbook formula with no guard: two empty blocks give exp(-inf - -inf) = NaN", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    l = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
+    return m, l
+"""),
+        ("wrong sign in the rescaling exponent: exp(m - m_i) instead of exp(m_i - m)", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    l = l1 * torch.exp(safe - m1) + l2 * torch.exp(safe - m2)
+    l = torch.where(torch.isneginf(m), torch.zeros_like(l), l)
+    return m, l
+"""),
+        ("un-shifts to absolute sums then divides by exp(m): overflows (inf/inf) near 1000", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    total = l1 * torch.exp(m1) + l2 * torch.exp(m2)
+    l = total / torch.exp(m)
+    l = torch.where(torch.isneginf(m), torch.zeros_like(l), l)
+    return m, l
+"""),
+        ("empty case guarded with a Python if: fine on scalars, breaks on batches", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    if m == -math.inf:
+        return m, torch.zeros_like(l1)
+    l = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
+    return m, l
+"""),
+        ("replaces -inf by 0 to avoid NaN but returns that guarded max: two empty blocks give (0, 0)", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    l = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
+    return m, l
+"""),
+        ("correct values but rescales l1 and l2 in place (mutates the caller's tensors)", """
+def merge_stats(m1, l1, m2, l2):
+    m = torch.maximum(m1, m2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    l1.mul_(torch.exp(m1 - safe))
+    l2.mul_(torch.exp(m2 - safe))
+    return m, l1.add_(l2)
+"""),
+        ("upcasts to float64 for stability and never casts back (wrong dtype for fp32/fp16/bf16)", """
+def merge_stats(m1, l1, m2, l2):
+    m1, l1, m2, l2 = (t.double() for t in (m1, l1, m2, l2))
+    m = torch.maximum(m1, m2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    l = l1 * torch.exp(m1 - safe) + l2 * torch.exp(m2 - safe)
+    return m, l
+"""),
+    ],
+    "ch10-tiled": [
+        ("two-pass: row maxima taken from the full t_q x t_k score matrix, then tiles (values right, memory wrong)", """
+def tiled_attention_forward(Q, K, V, block_size):
+    scale = 1.0 / math.sqrt(Q.size(-1))
+    m = (Q @ K.mT * scale).amax(-1)  # the whole score matrix, once
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
+    for j in range(0, K.size(-2), block_size):
+        S = Q @ K[..., j:j + block_size, :].mT * scale
+        P = torch.exp(S - m[..., None])
+        l = l + P.sum(-1)
+        a = a + P @ V[..., j:j + block_size, :]
+    return a / l[..., None]
+"""),
+        ("tiles but never subtracts a running max: exp overflows for scores in the hundreds", """
+def tiled_attention_forward(Q, K, V, block_size):
+    scale = 1.0 / math.sqrt(Q.size(-1))
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
+    for j in range(0, K.size(-2), block_size):
+        P = torch.exp(Q @ K[..., j:j + block_size, :].mT * scale)
+        l = l + P.sum(-1)
+        a = a + P @ V[..., j:j + block_size, :]
+    return a / l[..., None]
+"""),
+        ("number of blocks = max(1, t_k // block_size): silently drops a shorter last block", """
+def tiled_attention_forward(Q, K, V, block_size):
+    scale = 1.0 / math.sqrt(Q.size(-1))
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
+    n_blocks = max(1, K.size(-2) // block_size)
+    for b in range(n_blocks):
+        Kb = K[..., b * block_size:(b + 1) * block_size, :]
+        Vb = V[..., b * block_size:(b + 1) * block_size, :]
+        S = Q @ Kb.mT * scale
+        m_new = torch.maximum(m, S.amax(-1))
+        P = torch.exp(S - m_new[..., None])
+        r = torch.exp(m - m_new)
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ Vb
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("scales the scores by sqrt(d_v) instead of sqrt(d_k): right only when d_v == d_k", """
+def tiled_attention_forward(Q, K, V, block_size):
+    scale = 1.0 / math.sqrt(V.size(-1))
+    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
+    for j in range(0, K.size(-2), block_size):
+        S = Q @ K[..., j:j + block_size, :].mT * scale
+        m_new = torch.maximum(m, S.amax(-1))
+        P = torch.exp(S - m_new[..., None])
+        r = torch.exp(m - m_new)
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("tiles the queries instead of the keys: each tile holds block_size x t_k scores (all keys at once)", """
+def tiled_attention_forward(Q, K, V, block_size):
+    scale = 1.0 / math.sqrt(Q.size(-1))
+    outs = []
+    for i in range(0, Q.size(-2), block_size):
+        S = Q[..., i:i + block_size, :] @ K.mT * scale
+        outs.append(S.softmax(-1) @ V)
+    return torch.cat(outs, dim=-2)
+"""),
+        ("computes in float32 'for stability' and returns float32 (wrong dtype for fp64/fp16/bf16, fp64 loses precision)", """
+def tiled_attention_forward(Q, K, V, block_size):
+    Q, K, V = Q.float(), K.float(), V.float()
+    scale = 1.0 / math.sqrt(Q.size(-1))
+    m = torch.full(Q.shape[:-1], -math.inf)
+    l = torch.zeros(Q.shape[:-1])
+    a = torch.zeros(*Q.shape[:-1], V.size(-1))
+    for j in range(0, K.size(-2), block_size):
+        S = Q @ K[..., j:j + block_size, :].mT * scale
+        m_new = torch.maximum(m, S.amax(-1))
+        P = torch.exp(S - m_new[..., None])
+        r = torch.exp(m - m_new)
+        l = l * r + P.sum(-1)
+        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        m = m_new
+    return a / l[..., None]
+"""),
+        ("whole loop under torch.no_grad() 'to save memory': right values, no gradients reach Q, K, V", """
+def tiled_attention_forward(Q, K, V, block_size):
+    scale = 1.0 / math.sqrt(Q.size(-1))
+    with torch.no_grad():
+        m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
+        for j in range(0, K.size(-2), block_size):
+            S = Q @ K[..., j:j + block_size, :].mT * scale
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            r = torch.exp(m - m_new)
+            l = l * r + P.sum(-1)
+            a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+            m = m_new
+        out = a / l[..., None]
+    return out
+"""),
+    ],
+    "ch10-expand-kv": [
+        ("x.repeat along heads: order 0,1,0,1 instead of 0,0,1,1 (right for MQA and g == h)", """
+def expand_kv(x, num_heads):
+    return x.repeat(1, num_heads // x.size(1), 1, 1)
+"""),
+        ("confuses group size with number of groups: index i // num_kv_heads (right only when h/g == g, e.g. 2 for 4)", """
+def expand_kv(x, num_heads):
+    idx = torch.arange(num_heads) // x.size(1)
+    return x[:, idx]
+"""),
+        ("repeat_interleave by num_heads instead of num_heads // num_kv_heads (right only for MQA)", """
+def expand_kv(x, num_heads):
+    return x.repeat_interleave(num_heads, dim=1)
+"""),
+        ("integer precedence slip i * (g // h) = 0: every query head gets kv head 0 (right only for MQA)", """
+def expand_kv(x, num_heads):
+    g = x.size(1)
+    idx = [i * (g // num_heads) for i in range(num_heads)]
+    return x[:, idx]
+"""),
+        ("preallocates the output with torch.empty without dtype: float32 for float64 input", """
+def expand_kv(x, num_heads):
+    b, g, t, d = x.shape
+    out = torch.empty(b, num_heads, t, d)
+    for i in range(num_heads):
+        out[:, i] = x[:, i * g // num_heads]
+    return out
+"""),
+        ("repeat_interleave along the time dim then reshape: scrambles time steps across heads (right when g == h)", """
+def expand_kv(x, num_heads):
+    b, g, t, d = x.shape
+    return x.repeat_interleave(num_heads // g, dim=2).reshape(b, num_heads, t, d)
+"""),
+        ("stacks the selected heads on dim 0 then views as (b, h, t, d): right for batch 1, mixes batch and heads otherwise", """
+def expand_kv(x, num_heads):
+    b, g, t, d = x.shape
+    heads = [x[:, i * g // num_heads] for i in range(num_heads)]
+    return torch.stack(heads, dim=0).reshape(b, num_heads, t, d)
+"""),
+    ],
+    "ch10-window": [
+        ("ignores the cache offset: query i treated as position i (right only when t_q == t_k)", """
+def window_mask(t_q, t_k, window):
+    i = torch.arange(t_q)[:, None]
+    j = torch.arange(t_k)[None, :]
+    return (j <= i) & (j > i - window)
+"""),
+        ("off-by-one lower bound p - window <= j: window + 1 keys per query", """
+def window_mask(t_q, t_k, window):
+    p = t_k - t_q + torch.arange(t_q)[:, None]
+    j = torch.arange(t_k)[None, :]
+    return (j <= p) & (j >= p - window)
+"""),
+        ("the window positions strictly before the query, not itself (window 1 masks every key)", """
+def window_mask(t_q, t_k, window):
+    p = t_k - t_q + torch.arange(t_q)[:, None]
+    j = torch.arange(t_k)[None, :]
+    return (j < p) & (j >= p - window)
+"""),
+        ("masked_fill convention: True where the key is blocked (inverted)", """
+def window_mask(t_q, t_k, window):
+    p = t_k - t_q + torch.arange(t_q)[:, None]
+    j = torch.arange(t_k)[None, :]
+    return ~((j <= p) & (j > p - window))
+"""),
+        ("difference of two tril's of ones: right pattern but a float 0/1 tensor, not bool", """
+def window_mask(t_q, t_k, window):
+    ones = torch.ones(t_q, t_k)
+    off = t_k - t_q
+    return torch.tril(ones, off) - torch.tril(ones, off - window)
+"""),
+        ("causal bound uses the offset but the window's lower bound does not: too many keys for cached queries", """
+def window_mask(t_q, t_k, window):
+    ones = torch.ones(t_q, t_k, dtype=torch.bool)
+    return ones.tril(t_k - t_q) & ones.triu(1 - window)
+"""),
+        ("row-by-row slice p-window+1 : p+1 wraps around when negative: rows near the start come out empty", """
+def window_mask(t_q, t_k, window):
+    mask = torch.zeros(t_q, t_k, dtype=torch.bool)
+    for i in range(t_q):
+        p = t_k - t_q + i
+        mask[i, p - window + 1:p + 1] = True
+    return mask
+"""),
+    ],
+    "ch10-rmsnorm": [
+        ("eps added outside the square root", """
+def rms_norm(x, g, eps):
+    return g * x / (torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps)
+"""),
+        ("mean over all elements instead of the last dim (right for a single vector)", """
+def rms_norm(x, g, eps):
+    return g * x / torch.sqrt(x.pow(2).mean() + eps)
+"""),
+        ("LayerNorm without bias: subtracts the mean and divides by the std", """
+def rms_norm(x, g, eps):
+    mu = x.mean(-1, keepdim=True)
+    var = (x - mu).pow(2).mean(-1, keepdim=True)
+    return g * (x - mu) / torch.sqrt(var + eps)
+"""),
+        ("eps as a floor (clamp_min) instead of added: differs exactly where eps matters", """
+def rms_norm(x, g, eps):
+    ms = x.pow(2).mean(-1, keepdim=True)
+    return g * x / torch.sqrt(ms.clamp_min(eps))
+"""),
+        ("computes in float32 and forgets to cast back (fp16/bf16 -> fp32; fp64 loses precision)", """
+def rms_norm(x, g, eps):
+    xf = x.float()
+    return g * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps))
+"""),
+        ("no keepdim: the (...,) mean broadcasts against the wrong axis (right for 1-D x)", """
+def rms_norm(x, g, eps):
+    return g * x / torch.sqrt(x.pow(2).mean(-1) + eps)
+"""),
+        ("normalises x in place and returns it: mutates the input, fails on a leaf needing grad", """
+def rms_norm(x, g, eps):
+    rms = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    x.div_(rms)
+    x.mul_(g)
+    return x
+"""),
+    ],
+}
+
+for _id, _answers in _CH10_BLIND.items():
+    WRONG[_id].extend(_answers)

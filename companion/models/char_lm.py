@@ -32,7 +32,8 @@ LM_TRAINING = dict(steps=2_000, batch_size=64, block_size=64, lr=3e-3, warmup=10
 # Chapter 10's comparison: what each block changes in LM_CONFIG. "2017" is chapter 8's block
 # (LayerNorm, ReLU, biases, sinusoidal positions added to the tokens); "modern" is Llama's
 # (RMSNorm, SwiGLU at the same parameters, no biases, rotary positions in the attention);
-# the others change one thing, or share key-value heads (grouped-query, multi-query).
+# the others change one thing, share key-value heads (grouped-query, multi-query), or put
+# linear attention in the modern block.
 MODERN = dict(norm="rms", activation="swiglu", bias=False, rotary=True, positional="none")
 BLOCKS = {
     "2017": {},
@@ -43,6 +44,7 @@ BLOCKS = {
     "rotary": dict(rotary=True, positional="none"),
     "modern, GQA (2 key-value heads)": MODERN | dict(num_kv_heads=2),
     "modern, MQA (1 key-value head)": MODERN | dict(num_kv_heads=1),
+    "modern, linear attention": MODERN | dict(attention="linear"),
 }
 
 

@@ -47,7 +47,8 @@ class TransformerLM(nn.Module):
         dropout: dropout in the embeddings and the blocks (training mode only).
         positional: ``"learned"`` (GPT's choice), ``"sinusoidal"``, or ``"none"`` (with
             ``rotary``, positions enter the attention only).
-        norm, activation, bias, rotary, num_kv_heads: the blocks' (:class:`companion.EncoderLayer`);
+        norm, activation, bias, rotary, num_kv_heads, attention: the blocks'
+            (:class:`companion.EncoderLayer`);
             the final norm is of the same kind, and the output projection has a bias
             only with ``bias``.
 
@@ -60,14 +61,15 @@ class TransformerLM(nn.Module):
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
                  d_ff: int | None = None, max_len: int = 256, dropout: float = 0.0,
                  positional: str = "learned", *, norm: str = "layer", activation: str = "relu",
-                 bias: bool = True, rotary: bool = False, num_kv_heads: int | None = None) -> None:
+                 bias: bool = True, rotary: bool = False, num_kv_heads: int | None = None,
+                 attention: str = "softmax") -> None:
         super().__init__()
         check_positive_int("num_layers", num_layers)
         self.vocab_size, self.max_len, self.num_layers = vocab_size, max_len, num_layers
         self.embedding = TokenEmbedding(vocab_size, d_model, max_len, positional=positional, dropout=dropout)
         self.blocks = nn.ModuleList(
             EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=True, activation=activation,
-                         bias=bias, rotary=rotary, norm=norm, num_kv_heads=num_kv_heads)
+                         bias=bias, rotary=rotary, norm=norm, num_kv_heads=num_kv_heads, attention=attention)
             for _ in range(num_layers)
         )
         self.norm = make_norm(norm, d_model, bias=bias)  # the stack's final norm (pre-norm blocks)

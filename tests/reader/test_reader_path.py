@@ -12,15 +12,18 @@ from the run that stored the outputs. Every ``nbval-check-output`` cell must pri
 stored output shows (``make test-notebooks`` compares the same cells under this machine's own
 arithmetic): a cell that prints float noise fails here on any machine, not only on another CPU.
 
-Run by ``make test-reader`` (part of ``make test``); a few minutes.
+Run by ``make test-reader`` (part of ``make test``); a few minutes, two chapters at a time.
 """
 
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import json
 import os
+import queue
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -63,6 +66,32 @@ def colab(tmp_path_factory):
     done = subprocess.run([str(python), "-c", "import companion"], capture_output=True, text=True, cwd=venv)
     assert done.returncode != 0, "the fresh environment must not see the repository's companion"
     return venv
+
+
+# The chapters run one-threaded (OTHER_ARITHMETIC), so two run side by side, each in its own
+# copy of the fresh environment (a chapter's install cell installs the package into it).
+WORKERS = 2
+
+
+@pytest.fixture(scope="module")
+def executed(dist, colab, tmp_path_factory):
+    """Every chapter run alone, as a reader runs it: chapter -> (executed notebook, where companion was)."""
+    venvs = [colab] + [tmp_path_factory.mktemp(f"colab{k}") / "venv" for k in range(1, WORKERS)]
+    for copy in venvs[1:]:
+        shutil.copytree(colab, copy, symlinks=True)  # the scripts are not used: python -m only
+    free = queue.Queue()
+    for venv in venvs:
+        free.put(venv)
+
+    def one(chapter):
+        venv = free.get()
+        try:
+            return chapter, run_alone(chapter, dist, venv, tmp_path_factory.mktemp(chapter.stem))
+        finally:
+            free.put(venv)
+
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:  # subprocesses: the threads only wait
+        return dict(pool.map(one, CHAPTERS))
 
 
 def environment(venv: Path) -> dict:
@@ -183,10 +212,10 @@ def test_a_failed_install_says_what_to_try(colab, tmp_path):
     assert "install it yourself: pip install" in message
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_a_chapter_runs_alone_on_the_installed_package(chapter, dist, colab, tmp_path):
+def run_alone(chapter: Path, dist, venv: Path, tmp_path: Path):
+    """Execute ``chapter`` alone in an empty folder on ``venv``: (the notebook, or the error; companion's path)."""
     # as in a new Colab session: the package is not there until the install cell runs
-    subprocess.run([str(colab / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", DISTRIBUTION],
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", DISTRIBUTION],
                    capture_output=True)
     folder = tmp_path / "reader"
     folder.mkdir()
@@ -197,22 +226,31 @@ def test_a_chapter_runs_alone_on_the_installed_package(chapter, dist, colab, tmp
         if cell["cell_type"] != "code":
             cell.pop("outputs", None)
     target.write_text(json.dumps(notebook))
-    run([str(colab / "bin" / "python"), "-c", EXECUTE, str(target), str(folder)], cwd=folder, env=environment(colab))
-    executed = json.loads(target.read_text())
-    cells = [c for c in executed["cells"] if c["cell_type"] == "code"]
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", EXECUTE, str(target), str(folder)],
+                          capture_output=True, text=True, cwd=folder, env=environment(venv))
+    if done.returncode != 0:
+        return f"the chapter failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}", ""
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import companion; print(companion.__file__)"],
+                           capture_output=True, text=True, cwd=folder, env=environment(venv)).stdout
+    return json.loads(target.read_text()), where
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_chapter_runs_alone_on_the_installed_package(chapter, executed):
+    notebook, where = executed[chapter]
+    assert not isinstance(notebook, str), notebook
+    cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     assert f"installed {DISTRIBUTION}" in outputs(cells[0])
     checks = [c for c in cells if "".join(c["source"]).lstrip().startswith("check(")]
     assert checks, "no check cell ran"
     for cell in checks:
         assert "not implemented yet" in outputs(cell), outputs(cell)
     # under another CPU's arithmetic, every compared cell prints what the page shows
-    differ = differing_check_cells(json.loads(chapter.read_text()), executed)
+    differ = differing_check_cells(json.loads(chapter.read_text()), notebook)
     assert not differ, (f"{chapter.name}: nbval-check-output cells print something else under "
                         f"{OTHER_ARITHMETIC} than their stored output; print facts that hold on any CPU "
                         f"(booleans, counts, numbers rounded far above float noise): " + "; ".join(differ))
     # it used the installed package, not files of the repository
-    where = subprocess.run([str(colab / "bin" / "python"), "-c", "import companion; print(companion.__file__)"],
-                           capture_output=True, text=True, cwd=folder, env=environment(colab)).stdout
     assert "site-packages" in where and str(ROOT) not in where
 
 
