@@ -58,18 +58,22 @@ def main() -> None:
         training["steps"] = 60
     vocab, _, train_ids, _, test_ids = split_reviews(load_imdb(), quick=args.quick)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {LM_CONFIG}; {training}")
-    rows = [run(name, vocab, train_ids, test_ids, training, seed) for name in args.blocks for seed in args.seeds]
     if args.quick:
+        for name in args.blocks:
+            for seed in args.seeds:
+                run(name, vocab, train_ids, test_ids, training, seed)
         return
-    stored = load_lm_results().get("blocks", {}).get("rows", [])
-    done = {(r["block"], r["seed"]) for r in rows}
-    kept = [r for r in stored if (r["block"], r["seed"]) not in done]  # earlier rows not re-run
     order = {name: i for i, name in enumerate(BLOCKS)}
-    all_rows = sorted(kept + rows, key=lambda r: (order[r["block"]], r["seed"]))
-    save_lm_results({"blocks": {"torch": torch.__version__, "threads": torch.get_num_threads(),
-                                "cpu": platform.processor() or platform.machine(), "config": LM_CONFIG,
-                                "training": LM_TRAINING, "changes": {name: BLOCKS[name] for name in order},
-                                "rows": all_rows}})
+    for name in args.blocks:  # each row is stored as soon as it is measured
+        for seed in args.seeds:
+            row = run(name, vocab, train_ids, test_ids, training, seed)
+            stored = load_lm_results().get("blocks", {}).get("rows", [])
+            kept = [r for r in stored if (r["block"], r["seed"]) != (name, seed)]  # the others stay
+            all_rows = sorted(kept + [row], key=lambda r: (order[r["block"]], r["seed"]))
+            save_lm_results({"blocks": {"torch": torch.__version__, "threads": torch.get_num_threads(),
+                                        "cpu": platform.processor() or platform.machine(),
+                                        "config": LM_CONFIG, "training": LM_TRAINING,
+                                        "changes": {n: BLOCKS[n] for n in order}, "rows": all_rows}})
     print("stored under 'blocks' in companion/models/char_lm_results.json")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from torch import nn
 from companion import (EncoderLayer, scaled_dot_product_attention, GroupedQueryAttention, KVCache, MultiHeadAttention, RMSNorm, SwiGLU,
                        causal_mask, elu_feature_map, linear_attention, linear_attention_weights, online_softmax,
                        repeat_kv, sliding_window_mask, swiglu_width, tiled_attention)
-from companion.course.measure import LargestTensor
+from companion.course.measure import LargestTensor, peak_memory
 from companion.rotary import rotary_angles
 
 DOUBLE = dict(dtype=torch.float64)
@@ -358,3 +359,27 @@ def test_linear_attention_module_caches_and_refuses_other_masks():
     cached = generate(model, ids, 8, generator=g)
     uncached = generate(model, ids, 8, generator=torch.Generator().manual_seed(1), use_cache=False)
     assert torch.equal(cached, uncached)
+
+
+# --- peak_memory: the measure behind section 10.1's table ---------------------------------------
+
+def test_peak_memory_counts_what_the_statement_allocates():
+    mib = 2**20
+    grown = peak_memory("x = bytearray(64 * 2**20)")  # 64 MiB, every page touched
+    assert 64 * mib <= grown < 66 * mib, grown / mib
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the high-water mark is reset on Linux only")
+def test_peak_memory_does_not_hide_a_small_peak_under_the_set_up_s():
+    """The set-up's own peak (importing torch, a large warm-up freed again) is not a floor: with
+    the mark since the process began, 16 MiB after a freed 256 MiB read as 0."""
+    mib = 2**20
+    grown = peak_memory("y = bytearray(16 * 2**20)", setup="x = bytearray(256 * 2**20)\ndel x")
+    assert 16 * mib <= grown < 18 * mib, grown / mib
+
+
+def test_peak_memory_says_what_went_wrong():
+    with pytest.raises(ValueError, match="non-empty str"):
+        peak_memory("   ")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        peak_memory("1 / 0")

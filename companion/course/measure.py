@@ -1,10 +1,12 @@
 """What a computation costs in memory (chapter 10): its peak, measured in a fresh process, and the
 largest tensor it makes.
 
-A process's resident memory only ever shows its high-water mark, and PyTorch's CPU allocator
-keeps no statistics of its own, so the peak of one computation is measured in a process of its
-own: its high-water mark after the set-up (inputs made, kernels warmed up) is subtracted from
-the mark after the computation. What the computation allocates inside PyTorch's kernels counts
+PyTorch's CPU allocator keeps no statistics of its own, so the peak of one computation is
+measured in a process of its own, from the operating system's high-water mark of its resident
+memory. On Linux the mark is reset after the set-up (inputs made, kernels warmed up), so the
+peak counts from the memory resident then; elsewhere the mark since the process began is the
+baseline, and growth that stays below what the set-up (importing torch included) once touched
+reads as 0. What the computation allocates inside PyTorch's kernels counts
 too, which a count of the tensors it returns would miss.
 """
 
@@ -21,14 +23,22 @@ from torch.utils._python_dispatch import TorchDispatchMode
 __all__ = ["peak_memory", "LargestTensor"]
 
 _SCRIPT = """
-import json, resource, sys
+import json, re, resource, sys
 import torch
 torch.set_num_threads({threads})
 {setup}
-def high_water():  # bytes (Linux reports kilobytes, macOS bytes)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else 1024 * peak
-before = high_water()
+def status(key):  # bytes, from Linux's /proc/self/status
+    with open("/proc/self/status") as f:
+        return 1024 * int(re.search(key + r":\\s+(\\d+) kB", f.read()).group(1))
+try:  # Linux: reset the high-water mark to the memory resident now
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before, high_water = status("VmRSS"), lambda: status("VmHWM")
+except OSError:  # elsewhere: the mark since the process began (kilobytes; macOS bytes)
+    def high_water():
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else 1024 * peak
+    before = high_water()
 {statement}
 print(json.dumps(high_water() - before))
 """
@@ -44,8 +54,8 @@ def peak_memory(statement: str, setup: str = "", threads: int = 1, timeout: floa
         timeout: seconds before the measurement is abandoned.
 
     Returns:
-        The growth of the process's peak resident set size, in bytes (a multiple of the page
-        size; 0 when the statement fits in memory the set-up already touched).
+        The growth of the process's peak resident set size over what was resident after the set-up,
+        in bytes (a multiple of the page size). Outside Linux, over the set-up's own peak.
     """
     if not isinstance(statement, str) or not statement.strip():
         raise ValueError(f"statement must be Python code as a non-empty str, got {statement!r}")
