@@ -107,6 +107,8 @@ def test_reference_solution_passes(exercise_id):
 @pytest.mark.parametrize("exercise_id", list(EXERCISES))
 def test_at_least_eight_typical_wrong_answers_fail_with_a_reason(exercise_id):
     assert len(WRONG[exercise_id]) >= 8
+    sources = [source for _, source in WRONG[exercise_id]]
+    assert len(set(sources)) == len(sources), "a wrong answer is listed twice, word for word"
     for name, source in WRONG[exercise_id]:
         result = evaluate(EXERCISES[exercise_id], source, earlier_solutions(exercise_id))
         assert not result.passed, f"wrong answer accepted: {name}"
@@ -485,8 +487,8 @@ def test_one_chapter_is_graded_without_rows_for_the_others(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["max_score"] == len(in_chapters("01")) + len(in_chapters("02"))
     with pytest.raises(SystemExit) as exited:
-        main([str(one_chapter), "--chapter", "10"])
-    assert exited.value.code == 2 and "no exercises in ch10" in capsys.readouterr().err
+        main([str(one_chapter), "--chapter", "11"])
+    assert exited.value.code == 2 and "no exercises in ch11" in capsys.readouterr().err
 
 
 def test_plain_pytest_grading_for_classroom(tmp_path):

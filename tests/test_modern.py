@@ -107,14 +107,21 @@ def test_gqa_equals_multihead_attention_with_shared_key_value_weights(num_kv_hea
     torch.testing.assert_close(gqa(x, x, x, mask=mask)[0], ref, rtol=0, atol=1e-12)  # the fused kernel
 
 
+def _cached_equals_full(attention, x, prompt):
+    """``attention`` over ``x`` (batch, t, d) with a causal mask equals a prompt of ``prompt``
+    positions followed by one position at a time through a cache; returns the cache."""
+    t = x.size(1)
+    full, _ = attention(x, x, x, mask=causal_mask(t))
+    cache = KVCache()
+    first, _ = attention(x[:, :prompt], x[:, :prompt], x[:, :prompt], mask=causal_mask(prompt), cache=cache)
+    rest = [attention(x[:, i:i + 1], x[:, i:i + 1], x[:, i:i + 1], cache=cache)[0] for i in range(prompt, t)]
+    torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, rtol=0, atol=1e-12)
+    return cache
+
+
 def test_gqa_caches_only_its_key_value_heads_and_equals_recomputation():
     gqa = _gqa(num_kv_heads=1, rotary=True)
-    x = randn(2, 7, 32)
-    full, _ = gqa(x, x, x, mask=causal_mask(7))
-    cache = KVCache()
-    first, _ = gqa(x[:, :4], x[:, :4], x[:, :4], mask=causal_mask(4), cache=cache)
-    rest = [gqa(x[:, i:i + 1], x[:, i:i + 1], x[:, i:i + 1], cache=cache)[0] for i in range(4, 7)]
-    torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, rtol=0, atol=1e-12)
+    cache = _cached_equals_full(gqa, randn(2, 7, 32), prompt=4)
     assert cache.K.shape == (2, 1, 7, 8)  # one key head, not four
 
 
@@ -341,11 +348,7 @@ def test_linear_attention_module_caches_and_refuses_other_masks():
     torch.manual_seed(0)
     attention = LinearAttention(32, 4, rotary=True).double().eval()
     x = randn(2, 6, 32)
-    full, _ = attention(x, x, x, mask=causal_mask(6))
-    cache = KVCache()
-    first, _ = attention(x[:, :3], x[:, :3], x[:, :3], mask=causal_mask(3), cache=cache)
-    rest = [attention(x[:, i:i + 1], x[:, i:i + 1], x[:, i:i + 1], cache=cache)[0] for i in range(3, 6)]
-    torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, rtol=0, atol=1e-12)
+    _cached_equals_full(attention, x, prompt=3)
     with pytest.raises(ValueError, match=r"LinearAttention is causal: it takes mask=causal_mask\(6, 6\)"):
         attention(x, x, x, mask=torch.ones(2, 1, 6, dtype=torch.bool))
     with pytest.raises(ValueError, match="LinearAttention is causal"):

@@ -2804,7 +2804,8 @@ for _id, _answers in _CH10.items():
 
 
 # Chapter 10's wrong answers written blind: by a reviewer who read only the exercise statements
-# and the chapter's prose, not the checks (each one failed with its reason when added).
+# and the chapter's prose, not the checks (each one failed with its reason when added; two that
+# repeated answers above word for word are left out).
 _CH10_BLIND = {
     "ch10-merge": [
         ("textbook formula with no guard: two empty blocks give exp(-inf - -inf) = NaN", """
@@ -3007,12 +3008,6 @@ def expand_kv(x, num_heads):
 """),
     ],
     "ch10-window": [
-        ("ignores the cache offset: query i treated as position i (right only when t_q == t_k)", """
-def window_mask(t_q, t_k, window):
-    i = torch.arange(t_q)[:, None]
-    j = torch.arange(t_k)[None, :]
-    return (j <= i) & (j > i - window)
-"""),
         ("off-by-one lower bound p - window <= j: window + 1 keys per query", """
 def window_mask(t_q, t_k, window):
     p = t_k - t_q + torch.arange(t_q)[:, None]
@@ -3052,10 +3047,6 @@ def window_mask(t_q, t_k, window):
 """),
     ],
     "ch10-rmsnorm": [
-        ("eps added outside the square root", """
-def rms_norm(x, g, eps):
-    return g * x / (torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps)
-"""),
         ("mean over all elements instead of the last dim (right for a single vector)", """
 def rms_norm(x, g, eps):
     return g * x / torch.sqrt(x.pow(2).mean() + eps)
