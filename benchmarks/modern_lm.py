@@ -58,15 +58,12 @@ def main() -> None:
         training["steps"] = 60
     vocab, _, train_ids, _, test_ids = split_reviews(load_imdb(), quick=args.quick)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {LM_CONFIG}; {training}")
-    if args.quick:
-        for name in args.blocks:
-            for seed in args.seeds:
-                run(name, vocab, train_ids, test_ids, training, seed)
-        return
     order = {name: i for i, name in enumerate(BLOCKS)}
     for name in args.blocks:  # each row is stored as soon as it is measured
         for seed in args.seeds:
             row = run(name, vocab, train_ids, test_ids, training, seed)
+            if args.quick:
+                continue  # a smoke run stores nothing
             stored = load_lm_results().get("blocks", {}).get("rows", [])
             kept = [r for r in stored if (r["block"], r["seed"]) != (name, seed)]  # the others stay
             all_rows = sorted(kept + [row], key=lambda r: (order[r["block"]], r["seed"]))
@@ -74,7 +71,8 @@ def main() -> None:
                                         "cpu": platform.processor() or platform.machine(),
                                         "config": LM_CONFIG, "training": LM_TRAINING,
                                         "changes": {n: BLOCKS[n] for n in order}, "rows": all_rows}})
-    print("stored under 'blocks' in companion/models/char_lm_results.json")
+    if not args.quick:
+        print("stored under 'blocks' in companion/models/char_lm_results.json")
 
 
 if __name__ == "__main__":

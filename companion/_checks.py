@@ -153,7 +153,8 @@ def check_same_dtype_device(**tensors: torch.Tensor) -> None:
 
 
 def check_qkv(Q, K, V) -> None:
-    """Raise unless ``Q (..., t_q, d_k)``, ``K (..., t_k, d_k)`` and ``V (..., t_k, d_v)`` agree (chapter 10)."""
+    """Raise unless ``Q (batch, num_heads, t_q, d_k)``, ``K (batch, num_heads, t_k, d_k)`` and
+    ``V (batch, num_heads, t_k, d_v)`` are tensors of one dtype and device whose shapes agree (chapter 10)."""
     check_tensor("Q", Q, ndim=4, shape_doc="(batch, num_heads, t_q, d_k)")
     check_tensor("K", K, ndim=4, shape_doc="(batch, num_heads, t_k, d_k)")
     check_tensor("V", V, ndim=4, shape_doc="(batch, num_heads, t_k, d_v)")

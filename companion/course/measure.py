@@ -6,8 +6,8 @@ measured in a process of its own, from the operating system's high-water mark of
 memory. On Linux the mark is reset after the set-up (inputs made, kernels warmed up), so the
 peak counts from the memory resident then; elsewhere the mark since the process began is the
 baseline, and growth that stays below what the set-up (importing torch included) once touched
-reads as 0. What the computation allocates inside PyTorch's kernels counts
-too, which a count of the tensors it returns would miss.
+reads as 0. What the computation allocates inside PyTorch's kernels counts too, which a count
+of the tensors it returns would miss.
 """
 
 from __future__ import annotations
