@@ -26,7 +26,7 @@ from .rotary import apply_rotary, rotary_angles
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward, SwiGLU, swiglu_width
 from .layers import DecoderLayer, EncoderLayer, make_norm
-from .transformer import Decoder, Encoder, Transformer, apply_layers
+from .transformer import Decoder, Encoder, LayerStack, Transformer, apply_layers
 from .recurrent import AdditiveAttention
 from .decoding import beam_search, greedy_decode
 from .kv_cache import KVCache, MemoryCache
@@ -100,6 +100,7 @@ __all__ = [
     "Encoder",
     "Decoder",
     "Transformer",
+    "LayerStack",
     "apply_layers",
     "AdditiveAttention",
     "GRUSeq2Seq",

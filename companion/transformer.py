@@ -11,7 +11,7 @@ from .kv_cache import KVCache, MemoryCache
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask
 
-__all__ = ["Encoder", "Decoder", "Transformer", "apply_layers"]
+__all__ = ["LayerStack", "Encoder", "Decoder", "Transformer", "apply_layers"]
 
 
 def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, need_weights: bool = False,
@@ -19,9 +19,9 @@ def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, 
                  hidden_states: list | None = None, **kwargs):
     """The layer loop of every stack in the course: ``x`` through each layer in turn, then ``norm``.
 
-    :class:`Encoder`, :class:`Decoder`, :class:`companion.TransformerLM`,
-    :class:`companion.WhichFirst` and :class:`companion.BertEncoder` all run their layers
-    with this one loop.
+    :class:`LayerStack` runs it, and every stack of the course is a :class:`LayerStack`
+    (:class:`Encoder`, :class:`Decoder`, :class:`companion.TransformerLM`,
+    :class:`companion.WhichFirst`, :class:`companion.BertEncoder`).
 
     Args:
         layers: the :class:`EncoderLayer` s or :class:`DecoderLayer` s, in order.
@@ -55,6 +55,36 @@ def apply_layers(layers, x: torch.Tensor, *args, norm: nn.Module | None = None, 
     return x, (all_weights if need_weights else None)
 
 
+class LayerStack(nn.ModuleList):
+    """``num_layers`` copies of one layer, run in turn: how every stack in the course is built (chapter 6).
+
+    A ``ModuleList``, so ``stack[i]`` is layer ``i`` and its weights are named ``<name>.i.*``
+    in a state dict; calling the stack runs :func:`apply_layers`. The options are passed to
+    every layer by name, so a layer's new parameter cannot shift the others.
+
+    Args:
+        layer_cls: :class:`EncoderLayer` or :class:`DecoderLayer`.
+        num_layers: how many; ``0`` passes ``x`` through (then ``norm``, if given).
+        d_model: width of the representations.
+        num_heads: attention heads per layer.
+        options: the layers' keyword options, e.g. ``d_ff=``, ``dropout=``, ``norm_first=``,
+            ``rotary=``, ``norm=``, ``num_kv_heads=`` (see :class:`EncoderLayer`).
+
+    Example:
+        >>> stack = LayerStack(EncoderLayer, 2, d_model=8, num_heads=2, norm_first=True)
+        >>> y, _ = stack(torch.randn(3, 5, 8), norm=nn.LayerNorm(8))  # (3, 5, 8)
+    """
+
+    def __init__(self, layer_cls: type[nn.Module], num_layers: int, d_model: int, num_heads: int,
+                 **options) -> None:
+        check_count("num_layers", num_layers)
+        super().__init__(layer_cls(d_model, num_heads, **options) for _ in range(num_layers))
+
+    def forward(self, x: torch.Tensor, *args, **kwargs):
+        """``(output, weights)`` for ``x`` ``(batch, t, d_model)``: see :func:`apply_layers`."""
+        return apply_layers(self, x, *args, **kwargs)
+
+
 class _Stack(nn.Module):
     """``num_layers`` copies of a layer over a token embedding; pre-norm adds a final LayerNorm.
 
@@ -68,11 +98,9 @@ class _Stack(nn.Module):
         super().__init__()
         check_count("num_layers", num_layers)
         self.embed = TokenEmbedding(vocab_size, d_model, max_len, positional, dropout, pad_id)
-        self.layers = nn.ModuleList(
-            layer_cls(d_model, num_heads, d_ff=d_ff, dropout=dropout, activation=activation, norm_first=norm_first,
-                      layer_norm_eps=layer_norm_eps, bias=bias, rotary=rotary)
-            for _ in range(num_layers)
-        )
+        self.layers = LayerStack(layer_cls, num_layers, d_model, num_heads, d_ff=d_ff, dropout=dropout,
+                                 activation=activation, norm_first=norm_first, layer_norm_eps=layer_norm_eps,
+                                 bias=bias, rotary=rotary)
         # Pre-norm layers leave their output un-normalised; one LayerNorm closes the stack.
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if norm_first else None
 
@@ -119,7 +147,7 @@ class Encoder(_Stack):
             ``(output, weights)``: output ``(batch, t, d_model)``; weights ``None`` or a list
             with one ``(batch, num_heads, t, t)`` tensor per layer.
         """
-        return apply_layers(self.layers, x, norm=self.norm, mask=mask, need_weights=need_weights, caches=caches)
+        return self.layers(x, norm=self.norm, mask=mask, need_weights=need_weights, caches=caches)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
         """int tokens ``(batch, t)`` -> ``(output (batch, t, d_model), weights)``; see :meth:`encode`."""
@@ -159,8 +187,8 @@ class Decoder(_Stack):
             ``(output, weights)``: output ``(batch, t_tgt, d_model)``; weights ``None`` or a
             list with one ``{"self": ..., "cross": ...}`` dict per layer.
         """
-        return apply_layers(self.layers, x, memory, norm=self.norm, mask=mask, memory_mask=memory_mask,
-                            need_weights=need_weights, caches=caches, memory_caches=memory_caches)
+        return self.layers(x, memory, norm=self.norm, mask=mask, memory_mask=memory_mask,
+                           need_weights=need_weights, caches=caches, memory_caches=memory_caches)
 
     def forward(self, tokens: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, need_weights: bool = False):

@@ -371,9 +371,9 @@ def test_a_timeout_holds_when_the_cell_starts_other_processes(tmp_path):
     sleeper = "import subprocess\nsubprocess.Popen(['sleep', '120'])\nwhile True:\n    pass\n"
     folder = learner_folder(tmp_path, solved(**{"ch01-soft-lookup": sleeper}), chapters=("01",))
     start = time.monotonic()
-    results = {r.exercise: r for r in grade_folder(folder, timeout=15).results}
+    results = {r.exercise: r for r in grade_folder(folder, timeout=8).results}
     assert time.monotonic() - start < 60  # not the sleeper's 120 s
-    assert "timed out after 15 s" in results["ch01-soft-lookup"].message
+    assert "timed out after 8 s" in results["ch01-soft-lookup"].message
     assert "in your earlier exercise cell ch01-soft-lookup" in results["ch01-self-attention"].message
     assert results["ch01-softargmax"].passed
 
@@ -401,13 +401,37 @@ def test_grader_survives_misbehaving_code(tmp_path):
         "ch07-collate": "import os\nos.system('printf x')\n" + solution("ch07-collate"),  # output, no newline
         "ch07-masked-mean": "import sys\nsys.exit(0)\n",  # exits
     }), chapters=("01", "07"))
-    results = {r.exercise: r for r in grade_folder(folder, timeout=15).results}
+    results = {r.exercise: r for r in grade_folder(folder, timeout=8).results}
     assert results["ch01-softargmax"].passed
-    assert "timed out after 15 s" in results["ch01-hardargmax"].message
+    assert "timed out after 8 s" in results["ch01-hardargmax"].message
     assert "expected shape" in results["ch01-soft-lookup"].message
     assert "stopped the grader's Python process before the checks finished (exit 3" in results["ch01-self-attention"].message
     assert results["ch07-collate"].passed
     assert "the cell called exit() (SystemExit): exiting is not allowed" in results["ch07-masked-mean"].message
+
+
+def test_what_a_cell_prints_stays_out_of_the_graders_output(tmp_path, capfd):
+    """The workers are forked from a server that shares the grader's terminal: a cell's prints,
+    at Python's level or the file descriptor's, must not reach the report (or --json)."""
+    loud = ("import os, sys\nprint('MARK-print')\nos.write(1, b'MARK-fd1')\nos.system('echo MARK-shell')\n"
+            "assert sys.stdin.read() == ''\n" + solution("ch01-softargmax"))
+    folder = learner_folder(tmp_path, solved(**{"ch01-softargmax": loud}), chapters=("01",))
+    results = {r.exercise: r for r in grade_folder(folder, timeout=60, chapters=["1"]).results}
+    assert results["ch01-softargmax"].passed, results["ch01-softargmax"]
+    printed = capfd.readouterr()
+    assert "MARK" not in printed.out + printed.err
+
+
+def test_a_script_that_grades_at_its_top_level_grades_once(tmp_path):
+    """The workers start without the caller's main module: a script with no __main__ guard is
+    not run again in each worker (multiprocessing's default would)."""
+    folder = learner_folder(tmp_path, solved(), chapters=("01",))
+    script = tmp_path / "grade_my_class.py"
+    script.write_text("from companion.course.grading import grade_folder\n"
+                      f"report = grade_folder({str(folder)!r}, chapters=['1'])\n"
+                      "print('GRADED', report.passed)\n")
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and ran.stdout == f"GRADED {len(in_chapters('01'))}\n", ran.stdout + ran.stderr[-2000:]
 
 
 def test_an_earlier_cell_that_ends_the_process_is_named(tmp_path):

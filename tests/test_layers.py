@@ -208,3 +208,45 @@ def test_the_layer_loop_checks_its_caches():
     stack = Encoder(11, D_MODEL, HEADS, 2, d_ff=D_FF)
     with pytest.raises(ValueError, match=r"caches must hold one cache per layer \(2\), got 1"):
         stack.encode(torch.randn(1, 3, D_MODEL), caches=[KVCache()])
+
+
+def test_every_stack_in_the_package_is_one_layer_stack():
+    """One way to build a stack: each model's layers are a LayerStack, built and run the same way."""
+    from companion import LayerStack, Transformer, TransformerLM, WhichFirst
+    from companion.models.bert import BertConfig, BertEncoder
+
+    transformer = Transformer(11, 12, D_MODEL, HEADS, 2, 1, d_ff=D_FF)
+    stacks = {
+        "Encoder": transformer.encoder.layers,
+        "Decoder": transformer.decoder.layers,
+        "TransformerLM": TransformerLM(11, D_MODEL, HEADS, 2, max_len=8).blocks,
+        "WhichFirst": WhichFirst(11, "rotary", d_model=D_MODEL, num_heads=HEADS).layers,
+        "BertEncoder": BertEncoder(BertConfig(11, D_MODEL, 2, HEADS, D_FF, 8, 2, 1e-12, "gelu")).layers,
+    }
+    for model, stack in stacks.items():
+        assert type(stack) is LayerStack, f"{model} builds its own {type(stack).__name__} of layers"
+        assert len(stack) >= 1 and all(type(layer) in (EncoderLayer, DecoderLayer) for layer in stack)
+
+
+def test_a_layer_stack_takes_its_layers_options_by_name_only():
+    from companion import LayerStack
+
+    stack = LayerStack(EncoderLayer, 3, D_MODEL, HEADS, d_ff=D_FF, norm_first=True, bias=False)
+    assert len(stack) == 3 and all(layer.norm_first and layer.norm1.bias is None for layer in stack)
+    assert list(stack.state_dict())[0].startswith("0.")  # a ModuleList: checkpoints keep their names
+    with pytest.raises(TypeError, match="positional"):
+        LayerStack(EncoderLayer, 2, D_MODEL, HEADS, D_FF)  # d_ff by position could shift silently
+    with pytest.raises(TypeError, match="d_fff"):
+        LayerStack(EncoderLayer, 2, D_MODEL, HEADS, d_fff=D_FF)
+    with pytest.raises(ValueError, match="num_layers"):
+        LayerStack(EncoderLayer, -1, D_MODEL, HEADS)
+    x = torch.randn(2, 5, D_MODEL, dtype=torch.float64)
+    norm = nn.LayerNorm(D_MODEL, dtype=torch.float64)
+    empty, _ = LayerStack(EncoderLayer, 0, D_MODEL, HEADS)(x, norm=norm)
+    assert torch.equal(empty, norm(x))  # no layers: only the final norm
+    stack = stack.double().eval()
+    y, weights = stack(x, norm=norm, need_weights=True)
+    expected = x
+    for layer in stack:
+        expected, _ = layer(expected)
+    assert torch.allclose(y, norm(expected), atol=1e-12, rtol=0) and len(weights) == 3

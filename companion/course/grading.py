@@ -16,23 +16,29 @@ folder, no notebooks in it).
 Both apply the same rule (:mod:`companion.course.rule`): an exercise cell runs after
 ``math, np, torch, F, nn`` and the learner's earlier exercise cells of the same chapter.
 In the notebook, ``check`` re-runs the cells that defined the functions (IPython keeps their
-code); the grader reads them from the ``.ipynb`` files. The grader runs each exercise in its
-own Python process with a time limit, and takes its result only from a pipe that the learner's
-code is not given, tagged with a per-run secret, and only if every check ran. In-process
-checks cannot stop code that deliberately reads the grader's memory: isolate untrusted
-submissions (a container per submission).
+code); the grader reads them from the ``.ipynb`` files. The grader runs each exercise in a
+process of its own with a time limit (forked from a server that imported torch once), and
+takes its result only from a pipe that the learner's code is not given, tagged with a
+per-run secret, and only if every check ran. In-process checks cannot stop code that
+deliberately reads the grader's memory: isolate untrusted submissions (a container per
+submission).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
+import multiprocessing
 import os
 import secrets
+import selectors
 import signal
-import subprocess
 import sys
+import threading
+import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -109,34 +115,123 @@ def find_exercise_cells(folder: str | os.PathLike) -> tuple[dict[str, list[Cell]
 # --- grading one exercise in its own process ------------------------------------------------
 
 
-def _stop_group(process: subprocess.Popen) -> None:
-    """Kill the worker and whatever it started (its own process group)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+def _processes():
+    """The context that starts each exercise's process: forked from a server that imported torch once.
+
+    A fresh interpreter per exercise spends most of its time importing torch (about 1.5 s here);
+    a fork of the server that already imported the package starts in milliseconds, and is
+    still a process of its own: its memory, its session, its time limit.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__spec__.name])  # this module, so torch and the checks
+    return context
+
+
+# multiprocessing's bookkeeping is not thread-safe: a start() in one grading thread reads the exit
+# status of any process that has ended, which another thread's join() then waits for in vain
+# (and reports as 255). Every call that starts, polls, joins or closes a process holds this lock.
+_PROCESSES = threading.Lock()
+
+
+def _start(process) -> None:
+    """Start ``process`` without the caller's main module.
+
+    multiprocessing runs the caller's script (or ``-m`` module) again in every new process, to
+    find the functions it defined there; a script that grades at its top level, without an
+    ``if __name__ == "__main__":`` guard, would then grade again in each worker. The workers
+    need nothing from it, so it is hidden while the process starts.
+    """
+    with _PROCESSES:
+        caller = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            process.start()
+        finally:
+            sys.modules["__main__"] = caller
+
+
+def _stop_group(pid: int) -> None:
+    """Kill the worker and whatever it started (its own session and process group)."""
+    # A group numbered like the worker exists only once the worker made it (os.setsid): then it
+    # holds what the worker started, even after the worker itself has ended.
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def _read_until(process, pipes: dict, deadline: float) -> bool:
+    """Read ``pipes`` (connection -> list of chunks) until the process ends or ``deadline``.
+
+    Returns whether the process ended in time. What is already in the pipes is read either way.
+    """
+    with selectors.DefaultSelector() as selector:
+        for connection in pipes:
+            selector.register(connection.fileno(), selectors.EVENT_READ, connection)
+        selector.register(process.sentinel, selectors.EVENT_READ, None)
+        ended = False
+        while selector.get_map() and not ended:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for key, _ in selector.select(left):
+                if key.data is None:  # the process ended; whatever it wrote is in the pipes
+                    ended = True
+                    selector.unregister(key.fd)
+                    continue
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    pipes[key.data].append(chunk)
+                else:
+                    selector.unregister(key.fd)
+        if ended:
+            return True
+        with _PROCESSES:
+            return not process.is_alive()
+
+
+def _wait_for(fd: int) -> None:
+    """Wait until ``fd`` is readable (a process's sentinel: the process has ended)."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        selector.select()
+
+
+def _drain(pipes: dict) -> None:
+    """Read what is left in the pipes without waiting (the worker's group has been stopped)."""
+    for connection, chunks in pipes.items():
+        os.set_blocking(connection.fileno(), False)
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(connection.fileno(), 65536):
+                chunks.append(chunk)
 
 
 def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
-    """Run one exercise cell and its checks in a fresh Python process; read the result from a pipe."""
+    """Run one exercise cell and its checks in a process of its own; read the result from a pipe."""
     secret = secrets.token_hex(16)
-    read_end, write_end = os.pipe()
     request = {"exercise": exercise_id, "source": cell.source, "earlier": [code for _, code in cell.earlier],
-               "secret": secret, "fd": write_end}
+               "secret": secret}
+    context = _processes()
+    channel_read, channel_write = context.Pipe(duplex=False)
+    stderr_read, stderr_write = context.Pipe(duplex=False)
+    worker = importlib.import_module(__spec__.name)._worker  # not __main__'s, under -m
+    process = context.Process(target=worker, args=(json.dumps(request), channel_write, stderr_write))
     try:
-        process = subprocess.Popen([sys.executable, "-c", "from companion.course.grading import _worker; _worker()"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   pass_fds=(write_end,), text=True, start_new_session=True)
+        _start(process)
     finally:
-        os.close(write_end)
-    with os.fdopen(read_end, "r", encoding="utf-8") as channel:
-        timed_out = False
-        try:
-            _, stderr = process.communicate(json.dumps(request), timeout=timeout)
-        except subprocess.TimeoutExpired:  # still running, or something it started holds the pipes
-            timed_out = True
-        _stop_group(process)  # nothing the learner's code started outlives the grading
-        if timed_out:
-            _, stderr = process.communicate()
-        lines = channel.read().splitlines()
+        channel_write.close(), stderr_write.close()
+    pipes = {channel_read: [], stderr_read: []}
+    timed_out = not _read_until(process, pipes, time.monotonic() + timeout)
+    _stop_group(process.pid)  # nothing the learner's code started outlives the grading
+    _wait_for(process.sentinel)  # its exit status has come: join() below only reads it
+    with _PROCESSES:
+        process.join()
+    _drain(pipes)
+    channel_read.close(), stderr_read.close()
+    lines = b"".join(pipes[channel_read]).decode("utf-8", "replace").splitlines()
+    stderr = b"".join(pipes[stderr_read]).decode("utf-8", "replace")
+    with _PROCESSES:
+        returncode = process.exitcode
+        process.close()
     exercise = EXERCISES[exercise_id]
     try:
         message = json.loads(lines[-1])
@@ -153,13 +248,13 @@ def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
         tail = " | ".join(stderr.strip().splitlines()[-2:]) or "no message"
         if earlier:
             return Result(exercise_id, False, f"{earlier}stopped the grader's Python process (exit "
-                          f"{process.returncode}: {tail}) before this exercise could be checked; the earlier "
+                          f"{returncode}: {tail}) before this exercise could be checked; the earlier "
                           "cells run first (the rule), so fix that one")
         return Result(exercise_id, False, f"the code stopped the grader's Python process before the checks "
-                      f"finished (exit {process.returncode}: {tail})")
-    if result.passed and (result.checks_run != len(exercise.checks) or process.returncode not in (0, -9)):
+                      f"finished (exit {returncode}: {tail})")
+    if result.passed and (result.checks_run != len(exercise.checks) or returncode not in (0, -9)):
         return Result(exercise_id, False, f"the checks did not all run ({result.checks_run} of "
-                      f"{len(exercise.checks)}, exit {process.returncode}): not graded as passed")
+                      f"{len(exercise.checks)}, exit {returncode}): not graded as passed")
     return result
 
 
@@ -173,14 +268,20 @@ def _last_progress(lines: list[str], secret: str) -> int | None:
     return None
 
 
-def _worker() -> None:
-    """Child process: read the request, keep the channel, then run the learner's cell and the checks.
+def _worker(request: str, channel, stderr) -> None:
+    """Child process: its own session, stderr to the grader; then the learner's cell and the checks.
 
     Before each cell it writes which one runs (so that a cell that ends the process is named),
     and at the end the result; each line carries the secret.
     """
-    request = json.loads(sys.stdin.read())
-    secret, channel = request.pop("secret"), os.fdopen(request.pop("fd"), "w", encoding="utf-8")
+    os.setsid()  # a group of its own: the grader stops it and whatever it starts together
+    with open(os.devnull, "r+b") as devnull:  # no input; what the cells print goes nowhere
+        os.dup2(devnull.fileno(), 0), os.dup2(devnull.fileno(), 1)
+    os.dup2(stderr.fileno(), 2)
+    stderr.close()
+    request = json.loads(request)
+    secret = request.pop("secret")
+    channel = os.fdopen(os.dup(channel.fileno()), "w", encoding="utf-8")
 
     def running(k: int) -> None:
         channel.write(json.dumps({"running": k, "secret": secret}) + "\n")

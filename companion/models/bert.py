@@ -25,7 +25,7 @@ from torch import nn
 from .._checks import check_tokens, describe
 from ..layers import EncoderLayer
 from ..positional import LearnedPositionalEmbedding
-from ..transformer import apply_layers
+from ..transformer import LayerStack
 
 __all__ = ["BertConfig", "BertEncoder", "BertOutput", "HIDDEN_ACTS"]
 
@@ -144,8 +144,9 @@ class BertEncoder(nn.Module):
 
     Modules: ``word_embeddings`` ``(vocab_size, d_model)``, ``position``
     (:class:`companion.LearnedPositionalEmbedding`), ``token_type_embeddings``
-    ``(type_vocab_size, d_model)``, ``embedding_norm``, and ``layers``, a list of
-    :class:`companion.EncoderLayer` with ``norm_first=False`` and ``activation="gelu"``.
+    ``(type_vocab_size, d_model)``, ``embedding_norm``, and ``layers``, a
+    :class:`companion.LayerStack` of :class:`companion.EncoderLayer` with ``norm_first=False``
+    and ``activation="gelu"``.
     """
 
     def __init__(self, config: BertConfig, dropout: float = 0.0) -> None:
@@ -158,12 +159,10 @@ class BertEncoder(nn.Module):
         self.position = LearnedPositionalEmbedding(config.max_position_embeddings, d_model)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, d_model)
         self.embedding_norm = nn.LayerNorm(d_model, eps=config.layer_norm_eps)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, config.num_attention_heads, config.intermediate_size, dropout=dropout,
-                         activation=HIDDEN_ACTS[config.hidden_act], norm_first=False,
-                         layer_norm_eps=config.layer_norm_eps)
-            for _ in range(config.num_hidden_layers)
-        )
+        self.layers = LayerStack(EncoderLayer, config.num_hidden_layers, d_model, config.num_attention_heads,
+                                 d_ff=config.intermediate_size, dropout=dropout,
+                                 activation=HIDDEN_ACTS[config.hidden_act], norm_first=False,
+                                 layer_norm_eps=config.layer_norm_eps)
 
     def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         """``LayerNorm(word + token type + position)``: int ``(batch, t)`` twice -> ``(batch, t, d_model)``."""
@@ -201,8 +200,8 @@ class BertEncoder(nn.Module):
             token_type_ids = torch.zeros_like(input_ids)  # (batch, t): every token in segment 0
         x = self.embed(input_ids, token_type_ids)  # (batch, t, d_model)
         hidden_states = [x]
-        x, attentions = apply_layers(self.layers, x, mask=keep, need_weights=need_weights,
-                                     hidden_states=hidden_states)  # post-norm: no final LayerNorm
+        x, attentions = self.layers(x, mask=keep, need_weights=need_weights,
+                                    hidden_states=hidden_states)  # post-norm: no final LayerNorm
         return BertOutput(x, tuple(hidden_states) if output_hidden_states else None,
                           tuple(attentions) if need_weights else None)  # weights (batch, num_heads, t, t)
 

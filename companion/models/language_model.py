@@ -28,7 +28,7 @@ from ..kv_cache import KVCache
 from ..layers import EncoderLayer, make_norm
 from ..masks import causal_mask
 from ..sampling import sample_next_token
-from ..transformer import apply_layers
+from ..transformer import LayerStack
 from .train_loop import fit
 
 __all__ = ["TransformerLM", "generate", "train_language_model", "evaluate_bits_per_char"]
@@ -52,10 +52,11 @@ class TransformerLM(nn.Module):
             the final norm is of the same kind, and the output projection has a bias
             only with ``bias``.
 
-    The blocks are pre-norm :class:`companion.EncoderLayer` s, so a final norm comes
-    before the output projection (chapter 6 explains why pre-norm trains more easily). The
-    defaults build chapter 8's 2017 block; ``norm="rms", activation="swiglu", bias=False,
-    rotary=True, positional="none"`` builds Llama's (chapter 10).
+    The blocks (``blocks``, a :class:`companion.LayerStack`) are pre-norm
+    :class:`companion.EncoderLayer` s, so a final norm comes before the output projection
+    (chapter 6 explains why pre-norm trains more easily). The defaults build chapter 8's
+    2017 block; ``norm="rms", activation="swiglu", bias=False, rotary=True,
+    positional="none"`` builds Llama's (chapter 10).
     """
 
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
@@ -67,11 +68,9 @@ class TransformerLM(nn.Module):
         check_positive_int("num_layers", num_layers)
         self.vocab_size, self.max_len, self.num_layers = vocab_size, max_len, num_layers
         self.embedding = TokenEmbedding(vocab_size, d_model, max_len, positional=positional, dropout=dropout)
-        self.blocks = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=True, activation=activation,
-                         bias=bias, rotary=rotary, norm=norm, num_kv_heads=num_kv_heads, attention=attention)
-            for _ in range(num_layers)
-        )
+        self.blocks = LayerStack(EncoderLayer, num_layers, d_model, num_heads, d_ff=d_ff, dropout=dropout,
+                                 norm_first=True, activation=activation, bias=bias, rotary=rotary, norm=norm,
+                                 num_kv_heads=num_kv_heads, attention=attention)
         self.norm = make_norm(norm, d_model, bias=bias)  # the stack's final norm (pre-norm blocks)
         self.head = nn.Linear(d_model, vocab_size, bias=bias)
 
@@ -112,8 +111,8 @@ class TransformerLM(nn.Module):
         x = self.embedding(ids, offset, check_range=check_range)  # (batch, t, d_model)
         # the new tokens are the last t of offset + t positions; one token alone sees everything
         mask = causal_mask(t, offset + t, device=ids.device) if t > 1 else None  # (t, offset + t)
-        x, weights = apply_layers(self.blocks, x, norm=self.norm, mask=mask, need_weights=need_weights,
-                                  caches=caches)  # (batch, t, d_model), after the final LayerNorm
+        x, weights = self.blocks(x, norm=self.norm, mask=mask, need_weights=need_weights,
+                                 caches=caches)  # (batch, t, d_model), after the final LayerNorm
         return self.head(x), weights  # logits (batch, t, vocab)
 
 

@@ -24,7 +24,7 @@ from .._checks import check_choice, check_positive_int, check_tokens
 from ..data.which_first import which_first_batch
 from ..layers import EncoderLayer
 from ..positional import LearnedPositionalEmbedding, sinusoidal_encoding
-from ..transformer import apply_layers
+from ..transformer import LayerStack
 from .train_loop import fit
 
 __all__ = ["POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy"]
@@ -76,10 +76,8 @@ class WhichFirst(nn.Module):
         self.embed = nn.Embedding(vocab_size, d_tok)
         if position == "learned":
             self.table = LearnedPositionalEmbedding(max_len, d_pos)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, 2 * d_model, dropout=0.0, norm_first=True, rotary=position == "rotary")
-            for _ in range(num_layers)
-        )
+        self.layers = LayerStack(EncoderLayer, num_layers, d_model, num_heads, d_ff=2 * d_model, dropout=0.0,
+                                 norm_first=True, rotary=position == "rotary")
         self.norm = nn.LayerNorm(d_model)
         self.out = nn.Linear(d_model, 2)
 
@@ -113,7 +111,7 @@ class WhichFirst(nn.Module):
         ``(batch, num_heads, t, t)`` tensor per layer.
         """
         x = self.encode(tokens)  # (batch, t, d_model)
-        x, weights = apply_layers(self.layers, x, norm=self.norm, need_weights=need_weights)
+        x, weights = self.layers(x, norm=self.norm, need_weights=need_weights)
         logits = self.out(x.mean(dim=1))  # (batch, d_model) -> (batch, 2)
         return (logits, weights) if need_weights else logits
 
