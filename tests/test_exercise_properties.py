@@ -167,3 +167,37 @@ def test_the_property_tests_can_fail():
 
     with pytest.raises(AssertionError):
         close(multiplies(hidden, mask), ch09._vectors_expected(hidden, mask))
+
+
+@SETTINGS
+@given(seed=seeds, batch=batch_shapes, t_q=st.integers(1, 9), extra=st.integers(0, 6), block_size=st.integers(1, 5),
+       d_k=st.integers(1, 4), d_v=st.integers(1, 3))
+def test_causal_tiled_attention(seed, batch, t_q, extra, block_size, d_k, d_v):
+    from companion.course.exercises import ch10
+
+    t_k = t_q + extra  # the queries are the last t_q of t_k positions
+    Q, K, V = randn(seed, *batch, t_q, d_k), randn(seed + 1, *batch, t_k, d_k), randn(seed + 2, *batch, t_k, d_v)
+    close(ch10.causal_tiled_attention(Q, K, V, block_size), ch10._causal_expected(Q, K, V))
+
+
+@SETTINGS
+@given(seed=seeds, batch=batch_shapes, d=st.integers(1, 6), eps=st.floats(1e-6, 1.0))
+def test_rms_norm_backward(seed, batch, d, eps):
+    from companion.course.exercises import ch10
+
+    x, g, dy = randn(seed, *batch, d), randn(seed + 1, d), randn(seed + 2, *batch, d)
+    for got, expected in zip(ch10.rms_norm_backward(x, g, eps, dy), ch10._rms_expected(x, g, eps, dy)):
+        close(got, expected)
+
+
+@SETTINGS
+@given(seed=seeds, batch=batch_shapes, t_q=st.integers(1, 4), t_k=st.integers(0, 7), split=st.integers(0, 7),
+       d_v=st.integers(1, 3))
+def test_merge_partials(seed, batch, t_q, t_k, split, d_v):
+    from companion.course.exercises import ch10
+
+    split = min(split, t_k)  # either set may be empty, or both
+    S, V = randn(seed, *batch, t_q, t_k) * 3, randn(seed + 1, *batch, t_k, d_v)
+    first, second = ch10._partial(S[..., :split], V[..., :split, :]), ch10._partial(S[..., split:], V[..., split:, :])
+    for got, expected in zip(ch10.merge_partials(*first, *second), ch10._partial(S, V)):
+        close(got, expected)

@@ -2337,6 +2337,21 @@ def sentence_vectors(hidden, attention_mask):
 # Wrong answers of the classes that each statement allows and its checks draw through
 # `Allows` (half precision, two batch dimensions, large scores): issue #32.
 _STATEMENT_ALLOWS = {
+    "ch10-expand-kv": [
+        ("heads repeated by multiplying with torch.ones (float32): bfloat16 becomes float32", """
+def expand_kv(x, num_heads):
+    batch, kv, t, d = x.shape
+    ones = torch.ones(1, 1, num_heads // kv, 1, 1)
+    return (x[:, :, None] * ones).reshape(batch, num_heads, t, d)
+"""),
+    ],
+    "ch02-equivariance-gap": [
+        ("a float32 zero as the floor of the gap: bfloat16 becomes float32", """
+def equivariance_gap(f, X, perm):
+    diff = (f(X[..., perm, :]) - f(X)[..., perm, :]).abs()
+    return torch.maximum(torch.tensor(0.0), diff.max())
+"""),
+    ],
     "ch02-cross-attention": [
         ("exp without the maximum: overflows on large scores", """
 def cross_attention(Y, X, W_q, W_k, W_v):
@@ -2373,6 +2388,14 @@ def masked_attention(Q, K, V, mask):
     return torch.where(total > 0, e / torch.where(total > 0, total, 1), 0) @ V
 """),
     ],
+    "ch03-dot-variance": [
+        ("n - 1 as a float32 tensor: bfloat16 becomes float32", """
+def dot_variance(q, k):
+    dots = (q * k).sum(dim=-1)
+    centred = dots - dots.mean()
+    return (centred ** 2).sum() / torch.tensor(q.shape[0] - 1.0)
+"""),
+    ],
     "ch03-scaled-scores": [
         ("K.transpose(1, 2) when batched: right for one batch dimension only", """
 def scaled_scores(Q, K):
@@ -2392,6 +2415,27 @@ def row_entropy(A):
 def prescale(Q, K):
     s = torch.tensor(Q.shape[-1] ** -0.25)
     return Q * s, K * s
+"""),
+    ],
+    "ch04-multi-head": [
+        ("heads summed into float32 zeros: bfloat16 becomes float32", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    h, d_v = W_v.shape[0], W_v.shape[-1]
+    out = torch.zeros(X_q.shape[0], X_q.shape[1], W_o.shape[-1])
+    for i in range(h):
+        q, k, v = X_q @ W_q[i], X_kv @ W_k[i], X_kv @ W_v[i]
+        a = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), dim=-1)
+        out = out + (a @ v) @ W_o[i * d_v:(i + 1) * d_v]
+    return out
+"""),
+        ("exp without the maximum: overflows on large scores", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
+    K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
+    V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
+    e = torch.exp(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]))
+    heads = (e / e.sum(-1, keepdim=True)) @ V
+    return heads.transpose(1, 2).flatten(2) @ W_o
 """),
     ],
     "ch04-ablate-head": [
@@ -2422,6 +2466,65 @@ def rope(x):
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     a, b = x[..., 0::2], x[..., 1::2]
     return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+"""),
+    ],
+    "ch06-conv": [
+        ("ReLU as a product with a float32 mask: bfloat16 becomes float32", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.conv1d(x.transpose(1, 2), W1.unsqueeze(-1), b1)
+    h = h * (h > 0).float()
+    return F.conv1d(h, W2.unsqueeze(-1), b2).transpose(1, 2)
+"""),
+    ],
+    "ch08-bpc": [
+        ("log 2 as a float32 tensor: bfloat16 becomes float32", """
+def bits_per_char(logits, ids):
+    log_p = torch.log_softmax(logits[:, :-1], dim=-1)
+    picked = log_p.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    return -picked.mean() / torch.log(torch.tensor(2.0))
+"""),
+    ],
+    "ch08-cache": [
+        ("softmax upcast to float32 for half inputs, not cast back: bfloat16 becomes float32", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    scores = q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    if scores.dtype in (torch.float16, torch.bfloat16):
+        scores = scores.float()
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V.to(weights.dtype), K, V
+"""),
+        ("exp without the maximum: overflows on large scores", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    e = torch.exp(q @ K.transpose(1, 2) / math.sqrt(K.shape[-1]))
+    return (e / e.sum(-1, keepdim=True)) @ V, K, V
+"""),
+        ("the grown cache detached: prefix tuning cannot train through it", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q, k, v = x_new @ W_q.T, x_new @ W_k.T, x_new @ W_v.T
+    K, V = torch.cat([K_cache, k], dim=1), torch.cat([V_cache, v], dim=1)
+    out = torch.softmax(q @ K.transpose(1, 2) / math.sqrt(K.shape[-1]), dim=-1) @ V
+    return out, K.detach(), V.detach()
+"""),
+    ],
+    "ch09-embed": [
+        ("LayerNorm in float32 for half inputs, not cast back: bfloat16 becomes float32", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    x = word[input_ids] + position[:input_ids.shape[1]] + token_type[token_type_ids]
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x, gamma, beta = x.float(), gamma.float(), beta.float()
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
+    ],
+    "ch09-sentence-vectors": [
+        ("the count as .float(): bfloat16 becomes float32", """
+def sentence_vectors(hidden, attention_mask):
+    keep = attention_mask.bool()[..., None]
+    mean = torch.where(keep, hidden, 0).sum(dim=1) / attention_mask.sum(dim=1, keepdim=True).float()
+    return mean / mean.norm(dim=-1, keepdim=True)
 """),
     ],
 }
@@ -2500,72 +2603,109 @@ for _id, _answers in _FRESH_TRIAL.items():
 # Chapter 10 (issue #33): wrong answers written from the statements.
 _CH10 = {
     "ch10-merge": [
-        ("adds the sums without rescaling", """
-def merge_stats(m1, l1, m2, l2):
-    return torch.maximum(m1, m2), l1 + l2
+        ("L = the larger of L1 and L2 (the log of the sum forgotten)", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    O = (w1[..., None] * O1 + w2[..., None] * O2) / torch.where(total > 0, total, 1)[..., None]
+    return O, m
 """),
-        ("rescales by exp(m - m_i): the wrong sign", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, l1 * torch.exp(m - m1) + l2 * torch.exp(m - m2)
+        ("O the plain average of O1 and O2", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    L = safe + torch.log(torch.exp(L1 - safe) + torch.exp(L2 - safe))
+    return (O1 + O2) / 2, L
 """),
-        ("rescales only the first sum", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, l1 * torch.exp(m1 - m) + l2
+        ("exp(L1) and exp(L2) without a shift: overflows near 1000", """
+def merge_partials(O1, L1, O2, L2):
+    w1, w2 = torch.exp(L1), torch.exp(L2)
+    total = w1 + w2
+    O = (w1[..., None] * O1 + w2[..., None] * O2) / torch.where(total > 0, total, 1)[..., None]
+    return O, torch.log(total)
 """),
-        ("keeps the first maximum", """
-def merge_stats(m1, l1, m2, l2):
-    return m1, l1 + l2 * torch.exp(m2 - m1)
+        ("weights exp(L_i - m) not divided by their sum", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    return w1[..., None] * O1 + w2[..., None] * O2, safe + torch.log(w1 + w2)
 """),
-        ("nan when both blocks are empty", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
+        ("shift by the maximum even when both are -inf: NaN for two empty sets", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    w1, w2 = torch.exp(L1 - m), torch.exp(L2 - m)
+    total = w1 + w2
+    return (w1[..., None] * O1 + w2[..., None] * O2) / total[..., None], m + torch.log(total)
 """),
-        ("exponentiates the maxima alone: overflows", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    total = l1 * torch.exp(m1) + l2 * torch.exp(m2)
-    return m, total / torch.exp(m)
+        ("the shift right but O divided by a sum of 0 when both sets are empty", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    return (w1[..., None] * O1 + w2[..., None] * O2) / total[..., None], safe + torch.log(total)
 """),
-        ("uses the sum of the maxima", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    return m, (l1 + l2) * torch.exp(-(m1 - m2).abs()) + 0 * m
+        ("stable weights, but L = log(exp(L1) + exp(L2)) computed directly: inf near 1000", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    O = (w1[..., None] * O1 + w2[..., None] * O2) / torch.where(total > 0, total, 1)[..., None]
+    return O, torch.log(torch.exp(L1) + torch.exp(L2))
 """),
-        ("float32 zeros for the empty case", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    safe = torch.where(torch.isinf(m), torch.zeros(m.shape), m)
-    return m, l1 * torch.exp(m1 - safe) + l2 * torch.exp(m2 - safe)
+        ("w[:, None]: right with one leading dimension only", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    O = (w1[:, None] * O1 + w2[:, None] * O2) / torch.where(total > 0, total, 1)[:, None]
+    return O, safe + torch.log(total)
 """),
-        ("the maximum of the sums", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-    return m, torch.maximum(l1 * torch.exp(m1 - safe), l2 * torch.exp(m2 - safe))
+        ("rescales O1 and O2 in place (changes the caller's tensors)", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    O1.mul_(w1[..., None]).add_(w2[..., None] * O2).div_(torch.where(total > 0, total, 1)[..., None])
+    return O1, safe + torch.log(total)
+"""),
+        ("L in float64 for any input (a float64 log of the sum)", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    O = (w1[..., None] * O1 + w2[..., None] * O2) / torch.where(total > 0, total, 1)[..., None]
+    return O, safe.double() + torch.log(total.double())
+"""),
+        ("the weights swapped: O1 weighted by the second set's share", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    O = (w2[..., None] * O1 + w1[..., None] * O2) / torch.where(total > 0, total, 1)[..., None]
+    return O, safe + torch.log(total)
+"""),
+        ("the union's L taken as L1 + L2 (sums of logs, not the log of a sum)", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)
+    total = w1 + w2
+    O = (w1[..., None] * O1 + w2[..., None] * O2) / torch.where(total > 0, total, 1)[..., None]
+    return O, L1 + L2
 """),
     ],
     "ch10-tiled": [
-        ("all scores at once", """
-def tiled_attention_forward(Q, K, V, block_size):
-    S = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-    S = S - S.amax(-1, keepdim=True)
-    P = torch.exp(S)
-    return (P / P.sum(-1, keepdim=True)) @ V
-"""),
-        ("normalises each block on its own", """
-def tiled_attention_forward(Q, K, V, block_size):
-    out = 0
-    for j in range(0, K.shape[-2], block_size):
-        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
-        P = torch.exp(S - S.amax(-1, keepdim=True))
-        out = out + (P / P.sum(-1, keepdim=True)) @ V[..., j:j + block_size, :]
-    return out / math.ceil(K.shape[-2] / block_size)
-"""),
-        ("forgets to rescale the output", """
-def tiled_attention_forward(Q, K, V, block_size):
+        ("no causal mask: plain tiled attention over every key", """
+def causal_tiled_attention(Q, K, V, block_size):
     m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
     l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
     a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
@@ -2574,95 +2714,228 @@ def tiled_attention_forward(Q, K, V, block_size):
         m_new = torch.maximum(m, S.amax(-1))
         P = torch.exp(S - m_new[..., None])
         l = l * torch.exp(m - m_new) + P.sum(-1)
-        a = a + P @ V[..., j:j + block_size, :]
+        a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + block_size, :]
         m = m_new
     return a / l[..., None]
 """),
-        ("no 1/sqrt(d_k)", """
-def tiled_attention_forward(Q, K, V, block_size):
+        ("query i at position i: ignores the cached keys (t_k - t_q)", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2])
+        m = torch.full(q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for j in range(0, int(p[-1]) + 1, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
+"""),
+        ("keys j < p only (>= in the mask): a query does not see itself", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        m = torch.full(q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for j in range(0, int(p[-1]) + 1, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) >= p[:, None], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
+"""),
+        ("masks the future but reads every key block (no skipping)", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        m = torch.full(q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for j in range(0, t_k, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
+"""),
+        ("tiles the keys only: every query at once, (t_q, block_size) scores", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    p = torch.arange(t_q) + t_k - t_q
     m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
     l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
     a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
-    for j in range(0, K.shape[-2], block_size):
-        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1)
+    for j in range(0, t_k, b):
+        S = Q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -math.inf)
         m_new = torch.maximum(m, S.amax(-1))
-        r = torch.exp(m - m_new)
         P = torch.exp(S - m_new[..., None])
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        l = l * torch.exp(m - m_new) + P.sum(-1)
+        a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
         m = m_new
     return a / l[..., None]
 """),
-        ("drops the last, shorter block", """
-def tiled_attention_forward(Q, K, V, block_size):
-    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
-    for j in range(0, K.shape[-2] - block_size + 1, block_size):
-        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
-        m_new = torch.maximum(m, S.amax(-1))
-        r = torch.exp(m - m_new)
-        P = torch.exp(S - m_new[..., None])
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
-        m = m_new
-    return a / l[..., None]
+        ("key blocks from the diagonal back to key 0: a row whose first tile is all future gets NaN", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        m = torch.full(q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for j in reversed(range(0, int(p[-1]) + 1, b)):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
 """),
-        ("no running maximum: overflows", """
-def tiled_attention_forward(Q, K, V, block_size):
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
-    for j in range(0, K.shape[-2], block_size):
-        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
-        P = torch.exp(S)
-        l = l + P.sum(-1)
-        a = a + P @ V[..., j:j + block_size, :]
-    return a / l[..., None]
+        ("stops one key block early (range up to p, not p + 1)", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        m = torch.full(q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for j in range(0, max(int(p[-1]), 1), b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
 """),
-        ("sqrt of d_v instead of d_k", """
-def tiled_attention_forward(Q, K, V, block_size):
-    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
-    for j in range(0, K.shape[-2], block_size):
-        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(V.shape[-1])
-        m_new = torch.maximum(m, S.amax(-1))
-        r = torch.exp(m - m_new)
-        P = torch.exp(S - m_new[..., None])
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
-        m = m_new
-    return a / l[..., None]
+        ("each tile normalised on its own, the tiles' outputs averaged", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        parts = []
+        for j in range(0, int(p[-1]) + 1, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -1e4)
+            P = torch.exp(S - S.amax(-1, keepdim=True))
+            parts.append((P / P.sum(-1, keepdim=True)) @ V[..., j:j + b, :])
+        out.append(sum(parts) / len(parts))
+    return torch.cat(out, -2)
 """),
-        ("transpose(1, 2): only right without batch dimensions", """
-def tiled_attention_forward(Q, K, V, block_size):
-    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
-    for j in range(0, K.shape[-2], block_size):
-        S = Q @ K[..., j:j + block_size, :].transpose(0, 1) / math.sqrt(Q.shape[-1])
-        m_new = torch.maximum(m, S.amax(-1))
-        r = torch.exp(m - m_new)
-        P = torch.exp(S - m_new[..., None])
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
-        m = m_new
-    return a / l[..., None]
+        ("the mask aligned top-left (torch.triu over the tile), as if t_q = t_k", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    future = torch.ones(t_q, t_k, dtype=torch.bool).triu(1)
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        m = torch.full(q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        last = min(t_k - 1, i + q.shape[-2] - 1 + t_k - t_q)
+        for j in range(0, last + 1, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(future[i:i + b, j:j + b], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
 """),
-        ("float32 running sums", """
-def tiled_attention_forward(Q, K, V, block_size):
-    m = torch.full(Q.shape[:-1], -math.inf)
-    l = torch.zeros(Q.shape[:-1])
-    a = torch.zeros(*Q.shape[:-1], V.shape[-1])
-    for j in range(0, K.shape[-2], block_size):
-        S = Q @ K[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
-        m_new = torch.maximum(m, S.amax(-1))
-        r = torch.exp(m - m_new)
-        P = torch.exp(S - m_new[..., None])
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
-        m = m_new
-    return a / l[..., None]
+        ("scaled by sqrt(d_v) instead of sqrt(d_k)", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        m = torch.full(q.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for j in range(0, int(p[-1]) + 1, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(V.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
+"""),
+        ("running statistics built in float32: half precision comes back float32", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        m = torch.full(q.shape[:-1], -math.inf)
+        l = torch.zeros(q.shape[:-1])
+        a = torch.zeros(*q.shape[:-1], V.shape[-1])
+        for j in range(0, int(p[-1]) + 1, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            S = S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -math.inf)
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            l = l * torch.exp(m - m_new) + P.sum(-1)
+            a = a * torch.exp(m - m_new)[..., None] + P @ V[..., j:j + b, :]
+            m = m_new
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
+"""),
+        ("the future set to -1e9 before exp without the running maximum: overflows on large scores", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, b = Q.shape[-2], K.shape[-2], block_size
+    out = []
+    for i in range(0, t_q, b):
+        q = Q[..., i:i + b, :]
+        p = torch.arange(i, i + q.shape[-2]) + t_k - t_q
+        l = torch.zeros(q.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for j in range(0, int(p[-1]) + 1, b):
+            S = q @ K[..., j:j + b, :].transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            P = torch.exp(S.masked_fill(torch.arange(j, j + S.shape[-1]) > p[:, None], -1e9))
+            l = l + P.sum(-1)
+            a = a + P @ V[..., j:j + b, :]
+        out.append(a / l[..., None])
+    return torch.cat(out, -2)
 """),
     ],
     "ch10-expand-kv": [
@@ -2700,47 +2973,85 @@ def expand_kv(x, num_heads):
 """),
     ],
     "ch10-rmsnorm": [
-        ("LayerNorm: subtracts the mean", """
-def rms_norm(x, g, eps):
-    x = x - x.mean(-1, keepdim=True)
-    return g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        ("r treated as a constant: dx = g dy / r", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return g * dy / r, (dy * x / r).reshape(-1, x.shape[-1]).sum(0)
 """),
-        ("eps outside the root", """
-def rms_norm(x, g, eps):
-    return g * x / (torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps)
+        ("dg not summed over the vectors: (..., d) instead of (d,)", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    return (u - x * (u * x).mean(-1, keepdim=True) / r ** 2) / r, dy * x / r
 """),
-        ("sum, not mean", """
-def rms_norm(x, g, eps):
-    return g * x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps)
+        ("dg summed over dim 0 only: right for one leading dimension", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    return (u - x * (u * x).mean(-1, keepdim=True) / r ** 2) / r, (dy * x / r).sum(0)
 """),
-        ("no gain", """
-def rms_norm(x, g, eps):
-    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        ("the correction with a sum instead of a mean (d times too large)", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    dx = (u - x * (u * x).sum(-1, keepdim=True) / r ** 2) / r
+    return dx, (dy * x / r).reshape(-1, x.shape[-1]).sum(0)
 """),
-        ("the first axis", """
-def rms_norm(x, g, eps):
-    return g * x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps)
+        ("g left out of the correction term (right only when g = 1)", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    dx = (g * dy - x * (dy * x).mean(-1, keepdim=True) / r ** 2) / r
+    return dx, (dy * x / r).reshape(-1, x.shape[-1]).sum(0)
 """),
-        ("the norm, not the root mean square", """
-def rms_norm(x, g, eps):
-    return g * x / (x.norm(dim=-1, keepdim=True) + eps)
+        ("LayerNorm's backward: centres x first", """
+def rms_norm_backward(x, g, eps, dy):
+    xc = x - x.mean(-1, keepdim=True)
+    r = torch.sqrt(xc.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    dx = (u - u.mean(-1, keepdim=True) - xc * (u * xc).mean(-1, keepdim=True) / r ** 2) / r
+    return dx, (dy * xc / r).reshape(-1, x.shape[-1]).sum(0)
 """),
-        ("unbiased variance", """
-def rms_norm(x, g, eps):
-    return g * x / torch.sqrt(x.var(-1, keepdim=True) + eps)
+        ("eps outside the square root", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps
+    u = g * dy
+    dx = (u - x * (u * x).mean(-1, keepdim=True) / r ** 2) / r
+    return dx, (dy * x / r).reshape(-1, x.shape[-1]).sum(0)
 """),
-        ("returns float32", """
-def rms_norm(x, g, eps):
-    x32 = x.float()
-    return g.float() * x32 / torch.sqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+        ("the correction divided by r^2 once too few (x mean(u x) / r^2, not / r^3)", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    dx = u / r - x * (u * x).mean(-1, keepdim=True) / r ** 2
+    return dx, (dy * x / r).reshape(-1, x.shape[-1]).sum(0)
 """),
-        ("no eps", """
-def rms_norm(x, g, eps):
-    return g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True))
+        ("the correction added instead of subtracted", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    dx = (u + x * (u * x).mean(-1, keepdim=True) / r ** 2) / r
+    return dx, (dy * x / r).reshape(-1, x.shape[-1]).sum(0)
 """),
-        ("gain detached", """
-def rms_norm(x, g, eps):
-    return g.detach() * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        ("computed in float32: float64 loses its precision", """
+def rms_norm_backward(x, g, eps, dy):
+    x, g, dy = x.float(), g.float(), dy.float()
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    dx = (u - x * (u * x).mean(-1, keepdim=True) / r ** 2) / r
+    return dx, (dy * x / r).reshape(-1, x.shape[-1]).sum(0)
+"""),
+        ("asks autograd for the gradients (not allowed)", """
+def rms_norm_backward(x, g, eps, dy):
+    x, g = x.detach().requires_grad_(), g.detach().requires_grad_()
+    y = g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return torch.autograd.grad(y, (x, g), dy)
+"""),
+        ("dg averaged over the vectors instead of summed", """
+def rms_norm_backward(x, g, eps, dy):
+    r = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    u = g * dy
+    dx = (u - x * (u * x).mean(-1, keepdim=True) / r ** 2) / r
+    return dx, (dy * x / r).reshape(-1, x.shape[-1]).mean(0)
 """),
     ],
     "ch10-window": [
@@ -2808,163 +3119,722 @@ for _id, _answers in _CH10.items():
 # repeated answers above word for word are left out).
 _CH10_BLIND = {
     "ch10-merge": [
-        ("textbook formula with no guard: two empty blocks give exp(-inf - -inf) = NaN", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    l = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
-    return m, l
+        ('naive exp(L1)+exp(L2) without subtracting max: overflows to inf/NaN for L near 1000 (float32)', """
+def merge_partials(O1, L1, O2, L2):
+    e1 = torch.exp(L1)
+    e2 = torch.exp(L2)
+    s = e1 + e2
+    L = torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones_like(s))
+    O = (e1.unsqueeze(-1) * O1 + e2.unsqueeze(-1) * O2) / s_safe.unsqueeze(-1)
+    return O, L
 """),
-        ("wrong sign in the rescaling exponent: exp(m - m_i) instead of exp(m_i - m)", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
-    l = l1 * torch.exp(safe - m1) + l2 * torch.exp(safe - m2)
-    l = torch.where(torch.isneginf(m), torch.zeros_like(l), l)
-    return m, l
+        ('O weighted by exp(Li - L), no empty guard: both sets empty give L=NaN and O=NaN', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    L = m + torch.log(torch.exp(L1 - m) + torch.exp(L2 - m))
+    O = torch.exp(L1 - L).unsqueeze(-1) * O1 + torch.exp(L2 - L).unsqueeze(-1) * O2
+    return O, L
 """),
-        ("un-shifts to absolute sums then divides by exp(m): overflows (inf/inf) near 1000", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    total = l1 * torch.exp(m1) + l2 * torch.exp(m2)
-    l = total / torch.exp(m)
-    l = torch.where(torch.isneginf(m), torch.zeros_like(l), l)
-    return m, l
+        ('replaces -inf with -1e9 sentinel: both empty gives L=-1e9+log2 (finite) instead of -inf (float32/64)', """
+def merge_partials(O1, L1, O2, L2):
+    L1 = torch.where(torch.isinf(L1), torch.full_like(L1, -1e9), L1)
+    L2 = torch.where(torch.isinf(L2), torch.full_like(L2, -1e9), L2)
+    m = torch.maximum(L1, L2)
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    O = (w1.unsqueeze(-1) * O1 + w2.unsqueeze(-1) * O2) / s.unsqueeze(-1)
+    return O, L
 """),
-        ("empty case guarded with a Python if: fine on scalars, breaks on batches", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    if m == -math.inf:
-        return m, torch.zeros_like(l1)
-    l = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
-    return m, l
+        ('forgets unsqueeze(-1) on weights: shape error, or silently wrong when t_q==d_v (broadcasts over d_v)', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones_like(s))
+    O = (w1 * O1 + w2 * O2) / s_safe
+    return O, L
 """),
-        ("replaces -inf by 0 to avoid NaN but returns that guarded max: two empty blocks give (0, 0)", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
-    l = l1 * torch.exp(m1 - m) + l2 * torch.exp(m2 - m)
-    return m, l
+        ('indexes [:, :, None]: works for 0/1 leading dims, wrong/error for 2+ leading dims (unless t_q==1)', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones_like(s))
+    if L1.dim() == 1:
+        a, b, c = w1[:, None], w2[:, None], s_safe[:, None]
+    else:
+        a, b, c = w1[:, :, None], w2[:, :, None], s_safe[:, :, None]
+    O = (a * O1 + b * O2) / c
+    return O, L
 """),
-        ("correct values but rescales l1 and l2 in place (mutates the caller's tensors)", """
-def merge_stats(m1, l1, m2, l2):
-    m = torch.maximum(m1, m2)
-    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
-    l1.mul_(torch.exp(m1 - safe))
-    l2.mul_(torch.exp(m2 - safe))
-    return m, l1.add_(l2)
+        ('torch.zeros(m.shape)/ones(s.shape) default float32 in torch.where: float16/bfloat16 inputs return float32', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isfinite(m), m, torch.zeros(m.shape))
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones(s.shape))
+    O = (w1.unsqueeze(-1) * O1 + w2.unsqueeze(-1) * O2) / s_safe.unsqueeze(-1)
+    return O, L
 """),
-        ("upcasts to float64 for stability and never casts back (wrong dtype for fp32/fp16/bf16)", """
-def merge_stats(m1, l1, m2, l2):
-    m1, l1, m2, l2 = (t.double() for t in (m1, l1, m2, l2))
-    m = torch.maximum(m1, m2)
-    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
-    l = l1 * torch.exp(m1 - safe) + l2 * torch.exp(m2 - safe)
-    return m, l
+        ("multiplies O1 in place (mul_) when not requiring grad: caller's O1 is modified", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones_like(s))
+    if O1.requires_grad:
+        O1 = O1 * w1.unsqueeze(-1)
+    else:
+        O1.mul_(w1.unsqueeze(-1))
+    O = (O1 + w2.unsqueeze(-1) * O2) / s_safe.unsqueeze(-1)
+    return O, L
+"""),
+        ('normalized weights computed under no_grad: no gradient of O w.r.t. L1, L2', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    with torch.no_grad():
+        a = w1 / torch.where(s > 0, s, torch.ones_like(s))
+        b = w2 / torch.where(s > 0, s, torch.ones_like(s))
+    O = a.unsqueeze(-1) * O1 + b.unsqueeze(-1) * O2
+    return O, L
+"""),
+        ('returns L with trailing singleton dim (..., t_q, 1): shape wrong, not a valid input again', """
+def merge_partials(O1, L1, O2, L2):
+    L1 = L1.reshape(*O1.shape[:-1], 1)
+    L2 = L2.reshape(*O2.shape[:-1], 1)
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones_like(s))
+    O = (w1 * O1 + w2 * O2) / s_safe
+    return O, L
+"""),
+        ('clamps the max at 0: for L << 0 (e.g. all scores ~ -1000, float32) exp underflows -> L=-inf, O=0', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2).clamp(min=0)
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones_like(s))
+    O = (w1.unsqueeze(-1) * O1 + w2.unsqueeze(-1) * O2) / s_safe.unsqueeze(-1)
+    return O, L
+"""),
+        ('adds 1e-6 to denominator: O biased by ~1e-6 relative (visible in float64)', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    O = (w1.unsqueeze(-1) * O1 + w2.unsqueeze(-1) * O2) / (s.unsqueeze(-1) + 1e-6)
+    return O, L
+"""),
+        ('sentinel finfo(float32).min becomes -inf in float16: both-empty in float16 gives NaN', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    m = torch.where(torch.isinf(m), torch.finfo(torch.float32).min, m)
+    w1 = torch.exp(L1 - m); w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    L = m + torch.log(s)
+    s_safe = torch.where(s > 0, s, torch.ones_like(s))
+    O = (w1.unsqueeze(-1) * O1 + w2.unsqueeze(-1) * O2) / s_safe.unsqueeze(-1)
+    return O, L
 """),
     ],
     "ch10-tiled": [
-        ("two-pass: row maxima taken from the full t_q x t_k score matrix, then tiles (values right, memory wrong)", """
-def tiled_attention_forward(Q, K, V, block_size):
-    scale = 1.0 / math.sqrt(Q.size(-1))
-    m = (Q @ K.mT * scale).amax(-1)  # the whole score matrix, once
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
-    for j in range(0, K.size(-2), block_size):
-        S = Q @ K[..., j:j + block_size, :].mT * scale
-        P = torch.exp(S - m[..., None])
-        l = l + P.sum(-1)
-        a = a + P @ V[..., j:j + block_size, :]
-    return a / l[..., None]
-"""),
-        ("tiles but never subtracts a running max: exp overflows for scores in the hundreds", """
-def tiled_attention_forward(Q, K, V, block_size):
-    scale = 1.0 / math.sqrt(Q.size(-1))
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
-    for j in range(0, K.size(-2), block_size):
-        P = torch.exp(Q @ K[..., j:j + block_size, :].mT * scale)
-        l = l + P.sum(-1)
-        a = a + P @ V[..., j:j + block_size, :]
-    return a / l[..., None]
-"""),
-        ("number of blocks = max(1, t_k // block_size): silently drops a shorter last block", """
-def tiled_attention_forward(Q, K, V, block_size):
-    scale = 1.0 / math.sqrt(Q.size(-1))
-    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
-    n_blocks = max(1, K.size(-2) // block_size)
-    for b in range(n_blocks):
-        Kb = K[..., b * block_size:(b + 1) * block_size, :]
-        Vb = V[..., b * block_size:(b + 1) * block_size, :]
-        S = Q @ Kb.mT * scale
-        m_new = torch.maximum(m, S.amax(-1))
-        P = torch.exp(S - m_new[..., None])
-        r = torch.exp(m - m_new)
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ Vb
-        m = m_new
-    return a / l[..., None]
-"""),
-        ("scales the scores by sqrt(d_v) instead of sqrt(d_k): right only when d_v == d_k", """
-def tiled_attention_forward(Q, K, V, block_size):
-    scale = 1.0 / math.sqrt(V.size(-1))
-    m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
-    l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-    a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
-    for j in range(0, K.size(-2), block_size):
-        S = Q @ K[..., j:j + block_size, :].mT * scale
-        m_new = torch.maximum(m, S.amax(-1))
-        P = torch.exp(S - m_new[..., None])
-        r = torch.exp(m - m_new)
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
-        m = m_new
-    return a / l[..., None]
-"""),
-        ("tiles the queries instead of the keys: each tile holds block_size x t_k scores (all keys at once)", """
-def tiled_attention_forward(Q, K, V, block_size):
-    scale = 1.0 / math.sqrt(Q.size(-1))
+        ('offset forgotten: query i treated as position i (wrong whenever t_q < t_k)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = 0
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
     outs = []
-    for i in range(0, Q.size(-2), block_size):
-        S = Q[..., i:i + block_size, :] @ K.mT * scale
-        outs.append(S.softmax(-1) @ V)
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('off-by-one in skipping: key blocks starting strictly before p (misses key block starting at p; blocks of 1)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, max(last_p, 1), block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('reads one key block too many (next block after p when it exists): right values, extra FLOPs', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, min(last_p + block_size, t_k - 1) + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('dtype: forgets to cast back, returns float32 for float16/bfloat16 inputs', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
     return torch.cat(outs, dim=-2)
 """),
-        ("computes in float32 'for stability' and returns float32 (wrong dtype for fp64/fp16/bf16, fp64 loses precision)", """
-def tiled_attention_forward(Q, K, V, block_size):
-    Q, K, V = Q.float(), K.float(), V.float()
-    scale = 1.0 / math.sqrt(Q.size(-1))
-    m = torch.full(Q.shape[:-1], -math.inf)
-    l = torch.zeros(Q.shape[:-1])
-    a = torch.zeros(*Q.shape[:-1], V.size(-1))
-    for j in range(0, K.size(-2), block_size):
-        S = Q @ K[..., j:j + block_size, :].mT * scale
-        m_new = torch.maximum(m, S.amax(-1))
-        P = torch.exp(S - m_new[..., None])
-        r = torch.exp(m - m_new)
-        l = l * r + P.sum(-1)
-        a = a * r[..., None] + P @ V[..., j:j + block_size, :]
-        m = m_new
-    return a / l[..., None]
-"""),
-        ("whole loop under torch.no_grad() 'to save memory': right values, no gradients reach Q, K, V", """
-def tiled_attention_forward(Q, K, V, block_size):
-    scale = 1.0 / math.sqrt(Q.size(-1))
-    with torch.no_grad():
-        m = torch.full(Q.shape[:-1], -math.inf, dtype=Q.dtype)
-        l = torch.zeros(Q.shape[:-1], dtype=Q.dtype)
-        a = torch.zeros(*Q.shape[:-1], V.size(-1), dtype=Q.dtype)
-        for j in range(0, K.size(-2), block_size):
-            S = Q @ K[..., j:j + block_size, :].mT * scale
-            m_new = torch.maximum(m, S.amax(-1))
-            P = torch.exp(S - m_new[..., None])
-            r = torch.exp(m - m_new)
-            l = l * r + P.sum(-1)
-            a = a * r[..., None] + P @ V[..., j:j + block_size, :]
+        ('dtype: always accumulates in float32, float64 inputs lose precision (~1e-7)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.float32
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
             m = m_new
-        out = a / l[..., None]
-    return out
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('batch dims: transposes K with (1, 2) instead of (-1, -2): wrong for two batch dimensions', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(1, 2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('stability: running max taken from the first key block only, never updated (overflow with scores in the hundreds)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = m
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('gradients: p detached in the a update (wrong dQ, dK; dV right)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p.detach() @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p.detach() @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('scale by sqrt(d_v) instead of sqrt(d_k) (wrong when d_v != d_k)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(V.shape[-1])
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('tiling rule: no causal mask inside tiles (skipping alone treated as causality; wrong on diagonal tiles)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ('memory: builds a full t_q x t_k boolean mask once and slices it per tile', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    full = torch.ones(t_q, t_k, dtype=torch.bool, device=Q.device).tril(off)
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in range(0, last_p + 1, block_size):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(~full[qs:qe, ks:ke], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+        ("degenerate all -inf tile: key blocks visited last-to-first, so a query's first tile may be all -inf -> NaN (offset/unaligned blocks)", """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    scale = 1.0 / math.sqrt(d_k)
+    acc = torch.promote_types(Q.dtype, torch.float32)
+    outs = []
+    for qs in range(0, t_q, block_size):
+        qe = min(qs + block_size, t_q)
+        q = Q[..., qs:qe, :].to(acc)
+        pos_q = torch.arange(qs, qe, device=Q.device) + off
+        last_p = off + qe - 1
+        m = None
+        for ks in reversed(range(0, last_p + 1, block_size)):
+            ke = min(ks + block_size, t_k)
+            k = K[..., ks:ke, :].to(acc)
+            v = V[..., ks:ke, :].to(acc)
+            s = (q @ k.transpose(-1, -2)) * scale
+            pos_k = torch.arange(ks, ke, device=Q.device)
+            s = s.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            blk_max = s.amax(dim=-1, keepdim=True)
+            if m is None:
+                m_new = blk_max
+                p = torch.exp(s - m_new)
+                l = p.sum(dim=-1, keepdim=True)
+                a = p @ v
+            else:
+                m_new = torch.maximum(m, blk_max)
+                alpha = torch.exp(m - m_new)
+                p = torch.exp(s - m_new)
+                l = alpha * l + p.sum(dim=-1, keepdim=True)
+                a = alpha * a + p @ v
+            m = m_new
+        outs.append(a / l)
+    return torch.cat(outs, dim=-2).to(Q.dtype)
+"""),
+    ],
+    "ch10-rmsnorm": [
+        ('R1 r treated as a constant: dx = g*dy/r (wrong for any d > 1)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = dxhat / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R2 LayerNorm habit: also subtracts mean(dxhat) (wrong when mean(dxhat) != 0)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - dxhat.mean(dim=-1, keepdim=True) - xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ("R3 eps dropped in the backward's r (wrong when eps > 0)", """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True))
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R4 derivative: sum instead of mean in the correction (missing 1/d; wrong for d > 1)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dxhat * xhat).sum(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R5 derivative sign slip: + instead of - (wrong unless the correction is 0)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat + xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R6 derivative: r**2 instead of r**3 in the correction term (wrong unless r == 1)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = dxhat / r - xf * (dxhat * xf).mean(dim=-1, keepdim=True) / r ** 2
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R7 gain forgotten in the correction term (wrong when g != 1)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dyf * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R8 dg summed over dim 0 only (wrong shape for two batch dims; for unbatched x sums over d)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R9 dg averaged over the batch instead of summed (wrong for more than one vector)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).mean(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R10 dtype: returns float32 for float16/bfloat16 inputs', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx, dg
+"""),
+        ('R11 dtype: always computes in float32 (float64 loses precision)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.float32
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
+"""),
+        ('R12 batch: mean(x^2) over the whole tensor, not per vector (wrong for more than one vector)', """
+def rms_norm_backward(x, g, eps, dy):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xf, gf, dyf = x.to(acc), g.to(acc), dy.to(acc)
+    r = torch.sqrt(xf.pow(2).mean() + eps)
+    xhat = xf / r
+    dxhat = dyf * gf
+    dx = (dxhat - xhat * (dxhat * xhat).mean(dim=-1, keepdim=True)) / r
+    dg = (dyf * xhat).reshape(-1, x.shape[-1]).sum(dim=0)
+    return dx.to(x.dtype), dg.to(x.dtype)
 """),
     ],
     "ch10-expand-kv": [
@@ -3046,40 +3916,7 @@ def window_mask(t_q, t_k, window):
     return mask
 """),
     ],
-    "ch10-rmsnorm": [
-        ("mean over all elements instead of the last dim (right for a single vector)", """
-def rms_norm(x, g, eps):
-    return g * x / torch.sqrt(x.pow(2).mean() + eps)
-"""),
-        ("LayerNorm without bias: subtracts the mean and divides by the std", """
-def rms_norm(x, g, eps):
-    mu = x.mean(-1, keepdim=True)
-    var = (x - mu).pow(2).mean(-1, keepdim=True)
-    return g * (x - mu) / torch.sqrt(var + eps)
-"""),
-        ("eps as a floor (clamp_min) instead of added: differs exactly where eps matters", """
-def rms_norm(x, g, eps):
-    ms = x.pow(2).mean(-1, keepdim=True)
-    return g * x / torch.sqrt(ms.clamp_min(eps))
-"""),
-        ("computes in float32 and forgets to cast back (fp16/bf16 -> fp32; fp64 loses precision)", """
-def rms_norm(x, g, eps):
-    xf = x.float()
-    return g * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps))
-"""),
-        ("no keepdim: the (...,) mean broadcasts against the wrong axis (right for 1-D x)", """
-def rms_norm(x, g, eps):
-    return g * x / torch.sqrt(x.pow(2).mean(-1) + eps)
-"""),
-        ("normalises x in place and returns it: mutates the input, fails on a leaf needing grad", """
-def rms_norm(x, g, eps):
-    rms = torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
-    x.div_(rms)
-    x.mul_(g)
-    return x
-"""),
-    ],
 }
 
 for _id, _answers in _CH10_BLIND.items():
-    WRONG[_id].extend(_answers)
+    WRONG.setdefault(_id, []).extend(_answers)

@@ -142,6 +142,23 @@ def _cumsum(X):  # a running sum over the tokens: it knows their order
     return X.cumsum(dim=-2)
 
 
+class _Named:
+    """An ``f`` for the checks that ``Allows`` draws, named in their messages (a function's repr
+    holds its address, which changes from run to run)."""
+
+    def __init__(self, f, name):
+        self.f, self.name = f, name
+
+    def __call__(self, X):
+        return self.f(X)
+
+    def __repr__(self):
+        return self.name
+
+    def __deepcopy__(self, memo):  # it holds no state: `call` compares the input with itself
+        return self
+
+
 def _gap(fn, f, X, perm, expected, case, hint, atol=None, dtype=None):
     """``dtype``: the dtype of f's output (the result's, as the statement says); default X's."""
     got = call(fn, case, hint, f=f, X=X, perm=perm)
@@ -444,7 +461,11 @@ EXERCISES = (
     Exercise("ch02-equivariance-gap", "measure permutation equivariance", "equivariance_gap",
              (_gap_order_aware, _gap_sign, _gap_equivariant, _gap_batched, _gap_two_batch_dims, _gap_new_width,
               _gap_float64, _gap_dtype_of_f),
-             equivariance_gap),
+             equivariance_gap,
+             # batch dimensions: _gap_two_batch_dims (the gap is one number over the whole batch, so the
+             # batched check of Allows, one batch element at a time, does not apply)
+             allows=Allows(lambda randn: {"f": _Named(_cumsum, "a running sum over the tokens"), "X": randn(5, 3),
+                                          "perm": torch.tensor([3, 0, 4, 1, 2])}, half=True)),
     Exercise("ch02-cross-attention", "cross-attention with t_q != t_k, d_k != d_v", "cross_attention",
              (_cross_small, _cross_widths, _cross_same_length, _cross_one_query, _cross_batched,
               _cross_batch_of_one, _cross_float64_gradients), cross_attention,

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from ._core import (Exercise, Mismatch, call, draws, expect_close, expect_gradient,
+from ._core import (Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient,
                     expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
@@ -71,6 +71,9 @@ def _bits_expected(logits, ids):
             log_z = row.max() + torch.log(torch.exp(row - row.max()).sum())
             bits.append(-(row[ids[b, i + 1]] - log_z) / math.log(2))
     return torch.stack(bits).mean()
+
+
+_IDS = torch.tensor([[0, 3, 1, 4], [2, 2, 0, 1]])  # for the checks Allows draws (vocab 5)
 
 
 def _bits(fn, logits, ids, case, hint):
@@ -308,18 +311,37 @@ def _step_float64_gradients(fn):
     expect_gradients_reach((out,), {"W_q": W_q, "W_k": W_k, "W_v": W_v}, case, hint)
 
 
+def _step_trained_cache(fn):
+    x, W_q, W_k, W_v = _step_inputs(88, 2, 3, 4, 3, 2, dtype=torch.float64)
+    _, K, V = _step_expected(x, W_q, W_k, W_v)
+    inputs = dict(x_new=x[:, 3:], K_cache=K[:, :3].clone(), V_cache=V[:, :3].clone(), W_q=W_q, W_k=W_k, W_v=W_v)
+    for name in ("K_cache", "V_cache", "W_q", "W_k", "W_v"):
+        inputs[name].requires_grad_(True)
+    case = "prefix tuning: cached keys and values that require gradients, like the weights (float64)"
+    hint = ("the output and the grown K and V must all carry gradients, back to the cached keys and values too: "
+            "no .detach() or torch.no_grad() on the cache (the next step attends through the K and V you return)")
+    got = call(fn, case, hint, **inputs)
+    if not isinstance(got, tuple) or len(got) != 3:
+        raise Mismatch(f"{case}: expected a tuple (out, K, V), got {type(got).__name__}. Hint: return out, K, V")
+    expect_gradients_reach(got, inputs, case, hint)
+
+
 EXERCISES = (
     Exercise("ch08-bpc", "bits per character", "bits_per_char",
              (_bits_uniform, _bits_by_hand, _bits_random, _bits_confident, _bits_float64_gradients),
-             bits_per_char, forbidden=("evaluate_bits_per_char",)),
+             bits_per_char, forbidden=("evaluate_bits_per_char",),
+             allows=Allows(lambda randn: {"logits": randn(2, 4, 5), "ids": _IDS}, half=True)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",
              (_probs_temperatures, _probs_greedy, _probs_top_k, _probs_tie_at_k, _probs_no_top_k, _probs_confident,
               _probs_half_precision, _probs_dropped_stay_dropped),
              temperature_probs, forbidden=("next_token_probs", "sample_next_token", "softargmax", "hardargmax")),
     Exercise("ch08-cache", "one step of the key-value cache", "attend_with_cache",
-             (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients),
+             (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients, _step_trained_cache),
              attend_with_cache, forbidden=("KVCache", "MultiHeadAttention", "scaled_dot_product_attention",
-                                           "MultiheadAttention")),
+                                           "MultiheadAttention"),
+             allows=Allows(lambda randn: dict(x_new=randn(2, 1, 4), K_cache=randn(2, 3, 3), V_cache=randn(2, 3, 2),
+                                              W_q=randn(3, 4), W_k=randn(3, 4), W_v=randn(2, 4)),
+                           half=True, large={"W_q": 100.0})),
 )
 
 __all__ = ["EXERCISES", "bits_per_char", "temperature_probs", "attend_with_cache", "Mismatch"]

@@ -19,7 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._core import (Exercise, Mismatch, call, draws, expect_close, expect_gradient,
+from ._core import (Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient,
                     expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
@@ -312,17 +312,24 @@ def _vectors_float64_gradients(fn):
     expect_gradient(got, case, hint)
 
 
+_MASK = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 1, 1, 1, 0]])  # padding at the end and at both ends
+
 EXERCISES = (
     Exercise("ch09-layer-weights", "one layer's weights from a checkpoint", "layer_weights",
              (_layer_one, _layer_second, _layer_order, _layer_norms, _layer_many),
              layer_weights, forbidden=("layer_state_dict", "load_pretrained")),
     Exercise("ch09-embed", "BERT's input embeddings", "bert_embed",
              (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients),
-             bert_embed, forbidden=("BertEncoder", "load_pretrained")),
+             bert_embed, forbidden=("BertEncoder", "load_pretrained"),
+             allows=Allows(lambda randn: dict(input_ids=torch.tensor([[1, 4, 2], [0, 3, 3]]),
+                                              token_type_ids=torch.tensor([[0, 0, 1], [0, 1, 1]]), word=randn(5, 4),
+                                              position=randn(6, 4), token_type=randn(2, 4), gamma=1 + 0.5 * randn(4),
+                                              beta=0.5 * randn(4)), half=True)),
     Exercise("ch09-sentence-vectors", "sentence vectors by mean pooling", "sentence_vectors",
              (_vectors_one, _vectors_padding, _vectors_left_padding, _vectors_bool, _vectors_inf_padding,
               _vectors_float64_gradients),
-             sentence_vectors, forbidden=("mean_pool", "sentence_embedding")),
+             sentence_vectors, forbidden=("mean_pool", "sentence_embedding"),
+             allows=Allows(lambda randn: {"hidden": randn(3, 5, 4), "attention_mask": _MASK}, half=True)),
 )
 
 __all__ = ["EXERCISES", "bert_embed", "layer_weights", "sentence_vectors", "Mismatch"]
