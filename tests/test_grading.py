@@ -119,6 +119,18 @@ def test_at_least_eight_typical_wrong_answers_fail_with_a_reason(exercise_id):
         assert again.message == result.message, (name, result.message, again.message)
 
 
+def test_no_wrong_answer_group_is_lost_to_a_repeated_key():
+    """The wrong answers are dict literals keyed by exercise id; a key written twice in one of
+    them keeps only its last list, silently dropping the first."""
+    import ast
+
+    tree = ast.parse((ROOT / "tests" / "wrong_answers.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            assert len(keys) == len(set(keys)), sorted({k for k in keys if keys.count(k) > 1})
+
+
 def test_every_exercise_has_exactly_one_stub_in_the_chapters():
     cells, problems = find_exercise_cells(CHAPTERS)
     assert not problems and set(cells) == set(EXERCISES)

@@ -2536,6 +2536,46 @@ for _id, _answers in _STATEMENT_ALLOWS.items():
 # Wrong answers that a fresh trial (written from the statements alone) found passing before
 # the checks below were added: issue #32.
 _FRESH_TRIAL = {
+    "ch02-cross-attention": [
+        ('memory-saving in-place softmax (sub_/exp_/div_): backward fails', """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Q = Y @ W_q
+    K = X @ W_k
+    V = X @ W_v
+    S = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
+    S.sub_(S.amax(dim=-1, keepdim=True))
+    S.exp_()
+    S.div_(S.sum(dim=-1, keepdim=True))
+    return S @ V
+"""),
+    ],
+    "ch03-dot-variance": [
+        ('one-pass formula (sum of squares minus n mean^2)/(n-1): cancellation/overflow', """
+def dot_variance(q, k):
+    dots = (q * k).sum(dim=-1)
+    n = dots.shape[0]
+    return ((dots ** 2).sum() - n * dots.mean() ** 2) / (n - 1)
+"""),
+    ],
+    "ch09-sentence-vectors": [
+        ("sums in the input's half precision (sum overflows to inf for large activations)", """
+def sentence_vectors(hidden, attention_mask):
+    m = attention_mask.bool()[..., None]
+    s = hidden.masked_fill(~m, 0).sum(dim=1)
+    mean = s / m.sum(dim=1).to(hidden.dtype)
+    return F.normalize(mean, dim=-1)
+"""),
+    ],
+    "ch10-rmsnorm": [
+        ('textbook formula with r**3, computed in the input dtype (float16: r**3 underflows for tiny vectors)', """
+def rms_norm_backward(x, g, eps, dy):
+    d = x.shape[-1]
+    r = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
+    dx = g * dy / r - x * (g * dy * x).sum(dim=-1, keepdim=True) / (d * r ** 3)
+    dg = (dy * x / r).reshape(-1, d).sum(dim=0)
+    return dx, dg
+"""),
+    ],
     "ch08-temperature": [
         ("one_hot(...).float() at T = 0: float16 becomes float32", """
 def temperature_probs(logits, temperature, top_k=None):

@@ -199,10 +199,33 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
         raise Mismatch(f"{case}: {_rows_for_message(got_values, expected, wrong)}. Hint: {hint}")
 
 
+def _leaves(t: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors that require gradients and from which ``t`` was computed (autograd's leaves)."""
+    found, seen, stack = [], set(), [t.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):  # AccumulateGrad: a leaf
+            found.append(node.variable)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return found or [t]
+
+
 def expect_gradient(got: torch.Tensor, case: str, hint: str) -> None:
-    """Raise :class:`Mismatch` unless ``got`` carries a gradient back to inputs that require one."""
+    """Raise :class:`Mismatch` unless ``got`` carries a gradient back to inputs that require one,
+    and a backward pass through it runs (an in-place change of a tensor that autograd saved for
+    the backward pass gives the right values, and fails only there)."""
     if not got.requires_grad:
         raise Mismatch(f"{case}: the result carries no gradient (requires_grad is False). Hint: {hint}")
+    try:  # differentiate into the leaves without touching their .grad (a later check may read it)
+        torch.autograd.grad(got, _leaves(got), torch.ones_like(got), retain_graph=True, allow_unused=True)
+    except RuntimeError as error:
+        first = str(error).split(". ")[0].split("\n")[0]
+        raise Mismatch(f"{case}: the values are right, but the backward pass through your result fails "
+                       f"({first}). Hint: an in-place operation (x.exp_(), x -= ..., x[...] = ...) on a tensor "
+                       "that autograd saved breaks training: write it out of place (x = x.exp())") from None
 
 
 @dataclass(frozen=True)

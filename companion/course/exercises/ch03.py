@@ -74,6 +74,14 @@ def _var_unbiased(fn):
          "divide by n - 1, as torch.var does by default (unbiased), not by n")
 
 
+def _var_large_mean(fn):
+    q = torch.tensor([[1000.0, 0.0], [1000.0, 0.0], [1001.0, 0.0]])
+    k = torch.tensor([[10.0, 0.0], [10.0, 0.0], [10.0, 0.0]])  # dot products 10000, 10000, 10010
+    _var(fn, q, k, "float32 dot products 10,000, 10,000 and 10,010: a large mean, a small spread (variance 33.3)",
+         "subtract the mean before squaring (torch.var does): sum(x^2) - n mean^2 subtracts two numbers near "
+         "300 million, and float32 keeps about 7 digits")
+
+
 def _var_float64(fn):
     randn = draws(31)
     q, k = randn(20, 5).double(), randn(20, 5).double()
@@ -240,7 +248,7 @@ def _entropy_zeros_half_and_double(fn):
 
 EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
-             (_var_by_hand, _var_many, _var_unbiased, _var_float64), dot_variance,
+             (_var_by_hand, _var_many, _var_unbiased, _var_large_mean, _var_float64), dot_variance,
              allows=Allows(lambda randn: {"q": randn(6, 5), "k": randn(6, 5)}, half=True)),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
              (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients,

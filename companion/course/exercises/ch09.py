@@ -58,9 +58,10 @@ def sentence_vectors(hidden, attention_mask):
     """hidden (batch, t, d); attention_mask int or bool (batch, t), 1 = real token.
     -> (batch, d): the mean over each sentence's real tokens, L2-normalised."""
     keep = attention_mask[..., None].bool()                  # (batch, t, 1)
-    real = torch.where(keep, hidden, 0.0)                    # padding -> 0, whatever it held
-    mean = real.sum(dim=1) / keep.sum(dim=1).to(hidden.dtype)  # (batch, d)
-    return mean / mean.norm(dim=-1, keepdim=True)
+    acc = torch.promote_types(hidden.dtype, torch.float32)   # half precision sums in float32
+    real = torch.where(keep, hidden.to(acc), 0.0)            # padding -> 0, whatever it held
+    mean = real.sum(dim=1) / keep.sum(dim=1).to(acc)         # (batch, d)
+    return (mean / mean.norm(dim=-1, keepdim=True)).to(hidden.dtype)
 
 
 # --- checks: bert_embed -------------------------------------------------------------
@@ -288,6 +289,14 @@ def _vectors_inf_padding(fn):
              "torch.where(mask, hidden, 0) (or masked_fill) before summing")
 
 
+def _vectors_half_sum(fn):
+    hidden = torch.tensor([300.0, 400.0]).expand(1, 256, 2).to(torch.float16)
+    _vectors(fn, hidden, torch.ones(1, 256, dtype=torch.long),
+             "float16, 256 tokens of (300, 400): the sum (76,800, 102,400) overflows float16, the mean does not",
+             "float16's largest number is 65504: sum in float32 (hidden.float()) and convert the result back to "
+             "hidden's dtype, or divide before you sum")
+
+
 def _vectors_left_padding(fn):
     hidden = draws(105)(2, 4, 3)
     hidden[0, :2] = 40.0  # padding on the LEFT, as some tokenizers put it
@@ -327,7 +336,7 @@ EXERCISES = (
                                               beta=0.5 * randn(4)), half=True)),
     Exercise("ch09-sentence-vectors", "sentence vectors by mean pooling", "sentence_vectors",
              (_vectors_one, _vectors_padding, _vectors_left_padding, _vectors_bool, _vectors_inf_padding,
-              _vectors_float64_gradients),
+              _vectors_half_sum, _vectors_float64_gradients),
              sentence_vectors, forbidden=("mean_pool", "sentence_embedding"),
              allows=Allows(lambda randn: {"hidden": randn(3, 5, 4), "attention_mask": _MASK}, half=True)),
 )

@@ -426,6 +426,14 @@ def _rms_tiny(fn):
          "r = sqrt(mean(x^2) + eps): the derivative of r uses the same r, eps inside")
 
 
+def _rms_tiny_half(fn):
+    _rms(fn, torch.tensor([[0.003, -0.004]], dtype=torch.float16), torch.ones(2, dtype=torch.float16), 1e-6,
+         torch.tensor([[1.0, 0.0]], dtype=torch.float16),
+         "float16, x = (0.003, -0.004), eps = 1e-6: r^3 = 1.3e-7 is below float16's smallest normal number (6e-5)",
+         "never form r^3 (or 1 / r^3) in half precision: divide by r in steps, (u - x * mean(u x) / r / r) / r, "
+         "or compute in float32 and convert back")
+
+
 def _rms_one_feature(fn):
     _rms(fn, torch.tensor([[2.0], [-0.5]]), torch.tensor([3.0]), 0.25, torch.tensor([[1.0], [1.0]]),
          "d = 1: y = g x / sqrt(x^2 + eps), dx = g eps / (x^2 + eps)^(3/2)",
@@ -503,8 +511,8 @@ EXERCISES = (
              (_window_square, _window_cached, _window_one_query, _window_one, _window_long),
              window_mask, forbidden=("sliding_window_mask", "causal_mask")),
     Exercise("ch10-rmsnorm", "RMSNorm's backward pass", "rms_norm_backward",
-             (_rms_by_hand, _rms_not_centred, _rms_gain_and_eps, _rms_batched, _rms_tiny, _rms_one_feature,
-              _rms_float64),
+             (_rms_by_hand, _rms_not_centred, _rms_gain_and_eps, _rms_batched, _rms_tiny, _rms_tiny_half,
+              _rms_one_feature, _rms_float64),
              rms_norm_backward, forbidden=_AUTOGRAD,
              allows=Allows(lambda randn: dict(x=randn(5, 6), g=randn(6), eps=1e-5, dy=randn(5, 6)), half=True)),
 )
