@@ -3960,3 +3960,62 @@ def window_mask(t_q, t_k, window):
 
 for _id, _answers in _CH10_BLIND.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# Wrong answers that a second fresh trial (issue #32) found passing before the checks below were added.
+_FRESH_TRIAL_2 = {
+    "ch08-bpc": [
+        ('hand log-softmax with the GLOBAL max (rows far below it give inf)', """
+def bits_per_char(logits, ids):
+    z = logits[:, :-1] - logits.max()
+    lp = z - torch.log(torch.exp(z).sum(dim=-1, keepdim=True))
+    picked = lp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    return -picked.mean() / math.log(2)
+"""),
+    ],
+    "ch10-merge": [
+        ('clamps the max at -1e4 to keep -inf - m finite (0/0 when both L are below about -1e4)', """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2).clamp(min=-1e4)
+    w1 = torch.exp(L1 - m)
+    w2 = torch.exp(L2 - m)
+    s = w1 + w2
+    O = (w1.unsqueeze(-1) * O1 + w2.unsqueeze(-1) * O2) / torch.where(s > 0, s, torch.ones_like(s)).unsqueeze(-1)
+    return O, m + torch.log(s)
+"""),
+    ],
+    "ch10-tiled": [
+        ('masks with -1e4 instead of -inf (masked keys win when the real scores are below -1e4)', """
+def causal_tiled_attention(Q, K, V, block_size):
+    t_q, t_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    off = t_k - t_q
+    outs = []
+    for qs in range(0, t_q, block_size):
+        Qb = Q[..., qs:qs + block_size, :]
+        nq = Qb.shape[-2]
+        p_last = off + qs + nq - 1
+        qpos = torch.arange(qs, qs + nq, device=Q.device) + off
+        m = torch.full(Qb.shape[:-1], -math.inf, dtype=Q.dtype, device=Q.device)
+        l = torch.zeros(Qb.shape[:-1], dtype=Q.dtype, device=Q.device)
+        a = torch.zeros(*Qb.shape[:-1], V.shape[-1], dtype=Q.dtype, device=Q.device)
+        starts = list(range(0, p_last + 1, block_size))
+        for ks in starts:
+            Kb = K[..., ks:ks + block_size, :]
+            Vb = V[..., ks:ks + block_size, :]
+            S = Qb @ Kb.mT / math.sqrt(d_k)
+            kpos = torch.arange(ks, ks + Kb.shape[-2], device=Q.device)
+            if ks + Kb.shape[-2] - 1 > off + qs:
+                S = S.masked_fill(kpos[None, :] > qpos[:, None], -1e4)
+            m_new = torch.maximum(m, S.amax(-1))
+            P, rescale = torch.exp(S - m_new[..., None]), torch.exp(m - m_new)
+            l = l * rescale + P.sum(-1)
+            a = a * rescale[..., None] + P @ Vb
+            m = m_new
+        outs.append(a / l[..., None])
+    return torch.cat(outs, dim=-2)
+"""),
+    ],
+}
+
+for _id, _answers in _FRESH_TRIAL_2.items():
+    WRONG.setdefault(_id, []).extend(_answers)

@@ -121,6 +121,15 @@ def _bits_confident(fn):
           "torch.log_softmax (or F.cross_entropy), which subtracts the maximum first")
 
 
+def _bits_rows_apart(fn):
+    logits = torch.zeros(2, 2, 2)
+    logits[1, 0, 0] = 200.0  # one row far above the other: each row needs its own maximum
+    _bits(fn, logits, torch.zeros(2, 2, dtype=torch.long),
+          "two rows whose logits are 200 apart: 1 bit and 0 bits, a mean of 0.5",
+          "subtract each row's own maximum (log_softmax over the last axis does): one maximum for the whole "
+          "tensor leaves the other rows' exponentials at exp(-200) = 0")
+
+
 def _bits_float64_gradients(fn):
     randn = draws(82)
     logits = randn(1, 2, 3).double().requires_grad_()
@@ -328,7 +337,8 @@ def _step_trained_cache(fn):
 
 EXERCISES = (
     Exercise("ch08-bpc", "bits per character", "bits_per_char",
-             (_bits_uniform, _bits_by_hand, _bits_random, _bits_confident, _bits_float64_gradients),
+             (_bits_uniform, _bits_by_hand, _bits_random, _bits_confident, _bits_rows_apart,
+              _bits_float64_gradients),
              bits_per_char, forbidden=("evaluate_bits_per_char",),
              allows=Allows(lambda randn: {"logits": randn(2, 4, 5), "ids": _IDS}, half=True)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",

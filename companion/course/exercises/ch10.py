@@ -155,6 +155,14 @@ def _merge_large(fn):
            "never exponentiate an L alone: only differences (L1 - m, L2 - m) are exponentiated, and they are <= 0")
 
 
+def _merge_very_negative(fn):
+    S = torch.tensor([[-20000.0, -20001.0]]).double()
+    V = torch.tensor([[1.0, 0.0], [0.0, 1.0]]).double()
+    _merge(fn, S, V, 1, "float64 scores near -20,000: L1 and L2 are finite and very negative, not empty sets",
+           "only -inf marks an empty set: a finite L, however negative, is a real set of keys (do not clamp the "
+           "maximum or compare with a finite floor)", dtype=torch.float64)
+
+
 def _merge_many(fn):
     randn = draws(104)
     S, V = randn(2, 3, 10) * 3, randn(2, 10, 4)
@@ -309,6 +317,14 @@ def _tiled_rising(fn):
            "maximum is far below the last's",
            "the running maximum must follow every new block: m_new = max(m, this block's maximum); exp of a "
            "score more than about 88 above the maximum used overflows float32")
+
+
+def _tiled_very_negative(fn):
+    randn = draws(119)
+    Q, K = torch.full((4, 1), -200.0).double(), torch.full((4, 1), 100.0).double()
+    _tiled(fn, Q, K, randn(4, 2).double(), 2, "float64 scores all -20,000: query 0 must see key 0 only",
+           "mask the future with -inf, not with a finite number: -1e4 is above these scores, so the future "
+           "would get the weight")
 
 
 def _tiled_float64_gradients(fn):
@@ -491,13 +507,13 @@ def _window_long(fn):
 EXERCISES = (
     Exercise("ch10-merge", "merging two partial attention results", "merge_partials",
              (_merge_by_hand, _merge_unequal, _merge_batched, _merge_empty, _merge_empty_half, _merge_large,
-              _merge_many, _merge_gradients),
+              _merge_very_negative, _merge_many, _merge_gradients),
              merge_partials, forbidden=("logsumexp", "logaddexp", "softmax", "log_softmax", "online_softmax"),
              allows=Allows(lambda randn: dict(O1=randn(4, 3), L1=randn(4), O2=randn(4, 3), L2=randn(4)),
                            batched=("O1", "L1", "O2", "L2"), half=True, large={"L1": 100.0, "L2": 100.0})),
     Exercise("ch10-tiled", "causal tiled attention that skips the future", "causal_tiled_attention",
              (_tiled_by_hand, _tiled_cached, _tiled_ragged, _tiled_one_tile, _tiled_single, _tiled_one_query,
-              _tiled_skips, _tiled_rising, _tiled_float64_gradients),
+              _tiled_skips, _tiled_rising, _tiled_very_negative, _tiled_float64_gradients),
              causal_tiled_attention, forbidden=("tiled_attention", "TiledAttention", "scaled_dot_product_attention",
                                                 "softmax", "log_softmax", "MultiheadAttention", "flex_attention"),
              allows=Allows(lambda randn: dict(Q=randn(4, 3), K=randn(6, 3), V=randn(6, 2), block_size=4),
