@@ -181,7 +181,7 @@ PARITY_CASES = [
      "import sys\n\ndef hardargmax(scores):\n    sys.exit(0)\n"),
     ("ch07-masked-mean", "collate from the earlier exercise is visible", True,
      "assert callable(collate)\n\ndef masked_mean(x, keep):\n"
-     "    w = keep.unsqueeze(-1).to(x.dtype)\n    return (x * w).sum(1) / w.sum(1)\n"),
+     "    w = keep.unsqueeze(-1).to(x.dtype)\n    return torch.where(keep[..., None], x, 0).sum(1) / w.sum(1)\n"),
 ]
 
 

@@ -4019,3 +4019,188 @@ def causal_tiled_attention(Q, K, V, block_size):
 
 for _id, _answers in _FRESH_TRIAL_2.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# The rest of the second fresh trial's 21 (stop 41's closing note), rewritten from its descriptions: each
+# now fails by a check or is right by a settled statement (the five float16 overflows of large scores
+# scaled after the product: ch01-soft-lookup, ch01-self-attention, ch02-cross-attention,
+# ch02-masked-attention, ch02-attend-one now say the unscaled products stay in range).
+_TRIAL_2_REST = {
+    "ch01-hardargmax": [
+        ('values within 1e-6 of the maximum treated as ties (the first of them wins)', """
+def hardargmax(scores):
+    m = scores.max(dim=-1, keepdim=True).values
+    near = (m - scores) <= 1e-6
+    first = near.to(torch.int64).argmax(dim=-1, keepdim=True)
+    return torch.zeros_like(scores).scatter(-1, first, 1.0)
+"""),
+    ],
+    "ch02-attend-one": [
+        ('a bare .squeeze() (a 0-dim result when d_v = 1)', """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i] @ W_q
+    K, V = X @ W_k, X @ W_v
+    a = torch.softmax(K @ q / math.sqrt(W_q.shape[-1]), dim=-1)
+    return (a[None, :] @ V).squeeze()
+"""),
+    ],
+    "ch02-lengths-to-mask": [
+        ("positions in the lengths' dtype (uint8 wraps at 256)", """
+def lengths_to_mask(lengths, t_k):
+    positions = torch.arange(t_k, dtype=lengths.dtype)
+    return (positions[None, :] < lengths[:, None])[:, None, :]
+"""),
+    ],
+    "ch03-dot-variance": [
+        ('computed in float32 and cast back (float64 dot products near 1e8 collapse)', """
+def dot_variance(q, k):
+    d = (q.float() * k.float()).sum(-1)
+    return d.var().to(q.dtype)
+"""),
+        ('the one-pass formula in float16 only (1000^2 overflows)', """
+def dot_variance(q, k):
+    d = (q * k).sum(-1)
+    n = d.shape[0]
+    if d.dtype != torch.float16:
+        return d.var()
+    return (d.pow(2).sum() - n * d.mean() ** 2) / (n - 1)
+"""),
+        ('torch.var in float32, the one-pass formula otherwise (cancels in float64 near 1e8)', """
+def dot_variance(q, k):
+    d = (q * k).sum(-1)
+    n = d.shape[0]
+    if d.dtype == torch.float32:
+        return d.var()
+    return (d.pow(2).sum() - n * d.mean() ** 2) / (n - 1)
+"""),
+    ],
+    "ch05-sinusoidal": [
+        ('float32 frequencies times float64 positions (off by 3e-4 at 30,000 positions)', """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    freq = 10000 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    angle = p * freq.double()
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2] = torch.sin(angle)
+    E[:, 1::2] = torch.cos(angle)
+    return E.float()
+"""),
+        ('frequencies from a float32 exp(-log(10000) 2i/d) (off at 30,000 positions)', """
+def sinusoidal_table(max_len, d_model):
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    div = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    angle = p * div
+    E = torch.zeros(max_len, d_model, dtype=torch.float64)
+    E[:, 0::2] = torch.sin(angle)
+    E[:, 1::2] = torch.cos(angle)
+    return E.float()
+"""),
+    ],
+    "ch05-shift": [
+        ('the angle k w computed in float32 (off by 3e-4 at k = 100,000)', """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        w = torch.tensor(10000 ** (-2 * i / d_model), dtype=torch.float32)
+        b = torch.tensor(float(k)) * w
+        c, s = torch.cos(b), torch.sin(b)
+        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = c, s
+        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -s, c
+    return M
+"""),
+        ('M_1 to the power k in float32 (rounding errors add up over k products)', """
+def shift_matrix(k, d_model):
+    M = torch.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        w = 10000 ** (-2 * i / d_model)
+        M[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[math.cos(w), math.sin(w)], [-math.sin(w), math.cos(w)]])
+    return torch.linalg.matrix_power(M, k)
+"""),
+    ],
+    "ch06-additive": [
+        ('a -1e9 fill (does not fit in float16: masked_fill raises)', """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    hidden = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T)
+    scores = hidden @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    weights = torch.softmax(scores, dim=-1)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+        ('softmax over every position, then zero the padding and renormalise (0/0 when padding dominates)', """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    hidden = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T)
+    scores = hidden @ v
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask.to(weights.dtype)
+        weights = weights / weights.sum(-1, keepdim=True)
+    return (weights[:, :, None] * H).sum(dim=1), weights
+"""),
+    ],
+    "ch06-greedy": [
+        ('topk(1) for the next token (not the smallest id on a tie)', """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        token = model(src, out)[:, -1].topk(1, dim=-1).indices[:, 0]
+        token = torch.where(done, pad_id, token)
+        out = torch.cat([out, token[:, None]], dim=1)
+        done = done | (token == eos_id)
+        if done.all():
+            break
+    return out
+"""),
+    ],
+    "ch07-masked-mean": [
+        ('multiplies by the mask (inf * 0 and NaN * 0 at padding are NaN)', """
+def masked_mean(x, keep):
+    w = keep.unsqueeze(-1).to(x.dtype)
+    return (x * w).sum(dim=1) / w.sum(dim=1)
+"""),
+    ],
+    "ch07-token-shares": [
+        ('nan_to_num, then the product times the mask (inf * 0 = NaN after the sum over d overflows)', """
+def token_shares(x, keep, weight):
+    w = weight[1] - weight[0]
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)
+    return (torch.nan_to_num(x, nan=0.0) @ w) * keep.to(x.dtype) / n
+"""),
+    ],
+    "ch08-temperature": [
+        ('softmax(logits / T) without the shift (float16 overflows at T = 0.001)', """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if temperature == 0:
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
+    return torch.softmax(logits / temperature, dim=-1)
+"""),
+    ],
+    "ch09-embed": [
+        ('F.embedding with padding_idx=0 (row 0 never learns)', """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = F.embedding(input_ids, word, padding_idx=0) + token_type[token_type_ids] + position[:t]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
+    ],
+    "ch09-layer-weights": [
+        ('tensors taken by their place in the dict (breaks on sorted names)', """
+def layer_weights(checkpoint, i):
+    prefix = f"encoder.layer.{i}."
+    v = [t for k, t in checkpoint.items() if k.startswith(prefix)]
+    # query w,b key w,b value w,b attn.out w,b ln1 w,b inter w,b out w,b ln2 w,b
+    return {"self_attn.W_qkv.weight": torch.cat([v[0], v[2], v[4]]), "self_attn.W_qkv.bias": torch.cat([v[1], v[3], v[5]]),
+            "self_attn.W_o.weight": v[6], "self_attn.W_o.bias": v[7], "norm1.weight": v[8], "norm1.bias": v[9],
+            "feed_forward.linear1.weight": v[10], "feed_forward.linear1.bias": v[11],
+            "feed_forward.linear2.weight": v[12], "feed_forward.linear2.bias": v[13],
+            "norm2.weight": v[14], "norm2.bias": v[15]}
+"""),
+    ],
+}
+
+for _id, _answers in _TRIAL_2_REST.items():
+    WRONG.setdefault(_id, []).extend(_answers)

@@ -299,7 +299,8 @@ _BATCH_HINT = ("the statement allows any leading batch dimensions (its `...`): i
                "(transpose(-2, -1), dim=-1, x.shape[-1]), never transpose(1, 2), .T or x.shape[1]")
 _HALF_HINT = ("keep {dtype} all the way: build masks, constants and new tensors in the input's dtype, and "
               "avoid what overflows in half precision (subtract a row's maximum before exp; float16's "
-              "largest number is 65504)")
+              "largest number is 65504, so a fill such as -1e9 does not fit: use float('-inf') or "
+              "torch.finfo(dtype).min)")
 _LARGE_HINT = ("exp of a number above about 88 overflows in float32: subtract each row's maximum before "
                "exp (softmax does not change)")
 

@@ -169,6 +169,19 @@ def _hardargmax_many_ties(fn):
                 "of equal values comes first)")
 
 
+def _hardargmax_near_ties(fn):
+    scores = torch.tensor([[1.0, 1.0 + 1e-9, 0.5], [3.0, 3.0 - 1e-12, 3.0 - 1e-12]], dtype=torch.float64)
+    expected = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], dtype=torch.float64)
+    _hardargmax(fn, scores, expected, "hardargmax of float64 [[1, 1 + 1e-9, 0.5], [3, 3 - 1e-12, 3 - 1e-12]]",
+                "only equal values tie: 1 + 1e-9 is larger than 1, however little; compare with the maximum "
+                "exactly (argmax does), not within a tolerance")
+    nearly = torch.nextafter(torch.tensor(1.0), torch.tensor(2.0))  # the float32 just above 1
+    scores = torch.stack([torch.tensor(1.0), nearly, torch.tensor(1.0)])
+    _hardargmax(fn, scores, torch.tensor([0.0, 1.0, 0.0]), "hardargmax of float32 [1, 1 + 1.2e-7, 1]",
+                "only equal values tie: the float32 just above 1 is the maximum; compare exactly, not within "
+                "a tolerance")
+
+
 def _hardargmax_float64(fn):
     scores = torch.tensor([[3.0, -1.0], [0.5, 4.0]], dtype=torch.float64)
     _hardargmax(fn, scores, torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64),
@@ -267,7 +280,7 @@ EXERCISES = (
                     large={"scores": 50.0})),
     Exercise("ch01-hardargmax", "hard argmax (one-hot)", "hardargmax",
              (_hardargmax_small, _hardargmax_rows, _hardargmax_3d, _hardargmax_ties, _hardargmax_many_ties,
-              _hardargmax_float64),
+              _hardargmax_near_ties, _hardargmax_float64),
              hardargmax,
              allows=Allows(lambda randn: {"scores": randn(5)}, batched=("scores",), half=True)),
     Exercise("ch01-soft-lookup", "a soft key-value lookup", "soft_lookup",

@@ -111,6 +111,16 @@ def _one_single_token(fn):
          "softmax over the keys (one weight per token j), and the result has shape (d_v,), not (1, d_v)")
 
 
+def _one_value_width_one(fn):
+    X, W_q, W_k, W_v = _WIDE
+    _one(fn, X, 2, W_q, W_k, W_v[:, :1], "d_v = 1 (W_v of shape (5, 1)): the result has shape (1,)",
+         "return shape (d_v,) even when d_v = 1: .squeeze() removes every dimension of size 1 (here the "
+         "result's only one); index or squeeze one named dimension")
+    _one(fn, X[:1], 0, W_q, W_k, W_v[:, :1], "a single token and d_v = 1: the result has shape (1,)",
+         "return shape (d_v,) even when t = 1 and d_v = 1: a .squeeze() without a dimension returns a 0-dim "
+         "tensor here")
+
+
 def _one_large_scores(fn):
     X = torch.tensor([[30.0, 0.0], [0.0, 30.0], [20.0, 20.0]])
     W = torch.eye(2) * 3
@@ -335,6 +345,14 @@ def _mask_broadcasts(fn):
           "when batch equals t_q")
 
 
+def _mask_small_int_dtype(fn):
+    _mask(fn, torch.tensor([0, 200, 255], dtype=torch.uint8), 300,
+          torch.arange(300)[None, None, :] < torch.tensor([0, 200, 255])[:, None, None],
+          "uint8 lengths [0, 200, 255], t_k = 300 (more positions than uint8 can count)",
+          "compare positions and lengths in a dtype that holds t_k: torch.arange(t_k, dtype=lengths.dtype) "
+          "wraps around at 256 in uint8; torch.arange(t_k) (int64) compared with lengths is safe")
+
+
 def _mask_batch_of_one(fn):
     _mask(fn, torch.tensor([2], dtype=torch.int32), 3, _bool([[1, 1, 0]]), "a batch of 1, lengths int32 [2], t_k = 3",
           "a bool tensor (dtype=torch.bool) of shape (1, 1, 3), whatever the integer dtype of lengths")
@@ -454,8 +472,8 @@ def _masked_far_below(fn):
 
 EXERCISES = (
     Exercise("ch02-attend-one", "self-attention for one query, step by step", "attend_one",
-             (_one_small, _one_last_token, _one_widths, _one_single_token, _one_large_scores, _one_float64,
-              _one_gradients), attend_one,
+             (_one_small, _one_last_token, _one_widths, _one_single_token, _one_value_width_one, _one_large_scores,
+              _one_float64, _one_gradients), attend_one,
              allows=Allows(lambda randn: {"X": randn(5, 6), "i": 2, "W_q": randn(6, 3), "W_k": randn(6, 3),
                                           "W_v": randn(6, 4)}, half=True, large={"W_q": 30.0})),
     Exercise("ch02-equivariance-gap", "measure permutation equivariance", "equivariance_gap",
@@ -473,7 +491,8 @@ EXERCISES = (
                                    "W_v": randn(6, 3)},
                     batched=("Y", "X"), half=True, large={"Y": 20.0})),
     Exercise("ch02-lengths-to-mask", "a padding mask from lengths", "lengths_to_mask",
-             (_mask_small, _mask_wider, _mask_empty_and_full, _mask_broadcasts, _mask_batch_of_one),
+             (_mask_small, _mask_wider, _mask_empty_and_full, _mask_broadcasts, _mask_small_int_dtype,
+              _mask_batch_of_one),
              lengths_to_mask),
     Exercise("ch02-masked-attention", "masked attention, fully masked rows included", "masked_attention",
              (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_low_scores,

@@ -82,6 +82,24 @@ def _var_large_mean(fn):
          "300 million, and float32 keeps about 7 digits")
 
 
+def _var_large_mean_float64(fn):
+    q = torch.tensor([[1e4, 1.0], [1e4, 2.0], [1e4, 4.0]], dtype=torch.float64)
+    k = torch.tensor([[1e4, 1.0], [1e4, 1.0], [1e4, 1.0]], dtype=torch.float64)  # dots 1e8 + 1, + 2, + 4
+    _var(fn, q, k, "float64 dot products 100,000,001, 100,000,002 and 100,000,004 (variance 7/3)",
+         "compute in the inputs' dtype (float32 rounds 100,000,001 to 100,000,000), and subtract the mean "
+         "before squaring: sum(x^2) - n mean^2 subtracts two numbers near 3e16, where float64's step is 4")
+
+
+def _var_large_mean_half(fn):
+    hint = ("subtract the mean before squaring: the squares of the dot products themselves, 1,000^2, are "
+            "beyond float16's largest number (65504); torch.var (or a mean of squared deviations) does it right")
+    q = torch.tensor([[100.0, 0.0], [100.0, 0.0], [101.0, 0.0]], dtype=torch.float16)
+    k = torch.tensor([[10.0, 0.0]] * 3, dtype=torch.float16)  # dot products 1000, 1000 and 1010
+    expected = torch.tensor(100.0 / 3, dtype=torch.float16)
+    case = "float16 dot products 1000, 1000 and 1010 (variance 33.3)"
+    expect_close(call(fn, case, hint, q=q, k=k), expected, case, hint)
+
+
 def _var_float64(fn):
     randn = draws(31)
     q, k = randn(20, 5).double(), randn(20, 5).double()
@@ -248,7 +266,8 @@ def _entropy_zeros_half_and_double(fn):
 
 EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
-             (_var_by_hand, _var_many, _var_unbiased, _var_large_mean, _var_float64), dot_variance,
+             (_var_by_hand, _var_many, _var_unbiased, _var_large_mean, _var_large_mean_float64, _var_large_mean_half,
+              _var_float64), dot_variance,
              allows=Allows(lambda randn: {"q": randn(6, 5), "k": randn(6, 5)}, half=True)),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
              (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients,

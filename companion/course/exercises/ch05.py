@@ -70,6 +70,14 @@ def _table_expected(max_len, d_model):
     return E.float()
 
 
+def _table_rows(positions, d_model):
+    """Rows ``positions`` (int64 (n,)) of the table in float64: one math.pow per frequency, the angles
+    in float64 (the long checks, where the loop above would take seconds)."""
+    freqs = torch.tensor([math.pow(10000.0, -2 * i / d_model) for i in range(d_model // 2)], dtype=torch.float64)
+    angle = positions.to(torch.float64)[:, None] * freqs  # (n, d_model / 2)
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).reshape(len(positions), d_model)
+
+
 def _float32(got, case, what):
     if isinstance(got, torch.Tensor) and got.dtype != torch.float32:
         raise Mismatch(f"{case}: expected dtype torch.float32 ({what}), got {got.dtype}. Hint: compute in "
@@ -79,7 +87,9 @@ def _float32(got, case, what):
 def _table(fn, max_len, d_model, case, hint):
     got = call(fn, case, hint, max_len=max_len, d_model=d_model)
     _float32(got, case, "what embeddings use")
-    expect_close(got, _table_expected(max_len, d_model), case, hint)
+    expected = (_table_expected(max_len, d_model) if max_len <= 5000
+                else _table_rows(torch.arange(max_len), d_model).float())
+    expect_close(got, expected, case, hint)
 
 
 def _table_by_hand(fn):
@@ -107,6 +117,12 @@ def _table_long(fn):
            "float32 keeps about 7 digits, so the angles of a long table are off by about 1e-5")
 
 
+def _table_very_long(fn):
+    _table(fn, 30000, 64, "a very long table, max_len = 30,000, d_model = 64: angles up to 29,999 radians",
+           "compute the frequencies 10000^(-2i / d_model) in float64 too, not only the positions: a float32 "
+           "frequency is off by up to 6e-8 of itself, and 30,000 times that is more than the checks allow")
+
+
 def _table_one_position(fn):
     _table(fn, 1, 6, "a single position (max_len = 1), d_model = 6",
            "keep the shape (max_len, d_model) even when max_len is 1")
@@ -131,10 +147,9 @@ def _shift(fn, k, d_model, case, hint):
     _float32(got, case, "the table's dtype")
     expect_close(got, _shift_expected(k, d_model), case, hint)
     # and what the matrix is for: it moves real rows of the table (computed here by formula)
-    E = _table_expected(40 + abs(k), d_model).double()
-    p = torch.arange(max(0, -k), 40)
-    moved = E[p] @ got.detach().double().T
-    if not torch.allclose(moved, E[p + k], atol=1e-4):
+    p = torch.arange(max(0, -k), max(0, -k) + 40)
+    moved = _table_rows(p, d_model) @ got.detach().double().T
+    if not torch.allclose(moved, _table_rows(p + k, d_model), atol=1e-4):
         raise Mismatch(f"{case}: M @ E[p] is not E[p + k]. Hint: {hint}")
 
 
@@ -164,6 +179,14 @@ def _shift_zero(fn):
 def _shift_wide(fn):
     _shift(fn, 20, 32, "k = 20, d_model = 32: sixteen frequencies",
            "use the pair's own frequency 10000^(-2i / d_model) in block i, and the shift k (not 1) in its angle")
+
+
+def _shift_far(fn):
+    hint = ("compute the angle k w_i in float64 (math.cos(k * w) with Python floats is float64): k w_i in "
+            "float32 is off by up to 6e-8 of itself, about 6e-3 at k = 100,000; and build M_k from its "
+            "angles, not as the power M_1^k, whose rounding errors add up over k products")
+    _shift(fn, 100000, 32, "a far shift, k = 100,000, d_model = 32", hint)
+    _shift(fn, -100000, 32, "a far shift back, k = -100,000, d_model = 32", hint)
 
 
 # rope ----------------------------------------------------------------------------
@@ -227,10 +250,10 @@ def _rope_float64_gradients(fn):
 
 EXERCISES = (
     Exercise("ch05-sinusoidal", "the sinusoidal table", "sinusoidal_table",
-             (_table_by_hand, _table_frequencies, _table_wide, _table_long, _table_one_position),
+             (_table_by_hand, _table_frequencies, _table_wide, _table_long, _table_very_long, _table_one_position),
              sinusoidal_table, forbidden=("sinusoidal_encoding", "SinusoidalPositionalEncoding")),
     Exercise("ch05-shift", "the matrix that moves an encoding k positions", "shift_matrix",
-             (_shift_by_hand, _shift_blocks, _shift_back, _shift_zero, _shift_wide),
+             (_shift_by_hand, _shift_blocks, _shift_back, _shift_zero, _shift_wide, _shift_far),
              shift_matrix, forbidden=("sinusoidal_shift",)),
     Exercise("ch05-rope", "rotary embeddings of queries or keys", "rope",
              (_rope_by_hand, _rope_batched, _rope_long, _rope_no_batch, _rope_float64_gradients),

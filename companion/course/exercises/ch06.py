@@ -179,6 +179,16 @@ def _additive_padding(fn):
               "do not sum to 1")
 
 
+def _additive_padding_dominates(fn):
+    # d_a = 2, v = [60, 60]: a score is near +120 where tanh saturates at +1 and near -120 at -1
+    W_q, W_k, v = torch.zeros(2, 1), torch.ones(2, 1), torch.tensor([60.0, 60.0])
+    H = torch.tensor([[[-3.0], [-4.0], [5.0], [6.0]]])  # two real tokens, then padding with scores near +120
+    inputs = dict(s=torch.zeros(1, 1), H=H, mask=torch.tensor([[True, True, False, False]]), W_q=W_q, W_k=W_k, v=v)
+    _additive(fn, inputs, "padding scores near +120, the real tokens' near -120 (a gap of about 240)",
+              "mask before the softmax (-inf at padding), not after: a softmax over every position gives the "
+              "real tokens exp(-240) = 0 in float32, and renormalising 0 / 0 gives NaN")
+
+
 def _additive_one(fn):
     _additive(fn, _inputs(67, 1, 1, 2, 3, 4), "batch of 1, a source of 1 token: weight 1, context = h_0",
               "softmax over the positions (one of them) gives weight 1 whatever the score")
@@ -323,6 +333,23 @@ def _greedy_bos_is_eos(fn):
             bos_id=2, eos_id=2, pad_id=0)
 
 
+def _tie_model(src, prefix):
+    """Every step ties two tokens for the highest logit: 5 and 7, then 3 and 8, then EOS (2) and 6."""
+    _check_prefix(src, prefix)
+    plan = [(5, 7), (3, 8), (2, 6)] + [(2, 4)] * _VOCAB
+    logits = torch.zeros(*prefix.shape, _VOCAB)
+    for p in range(prefix.shape[1]):
+        logits[:, p, list(plan[p])] = 4.0
+    return logits
+
+
+def _greedy_ties(fn):
+    _greedy(fn, _tie_model, torch.tensor([[3], [4]]), 6,
+            "two tokens tie for the highest logit at every step (5 and 7, 3 and 8, EOS and 6): [BOS 5 3 EOS]",
+            "on a tie take the smallest id, as argmax does (the statement says so); topk and sort do not "
+            "promise which of equal values comes first")
+
+
 def _greedy_max_len_zero(fn):
     _greedy(fn, _counter, torch.tensor([[3], [5]]), 0,
             "max_len = 0: no token after BOS, [[BOS], [BOS]]",
@@ -405,11 +432,14 @@ def _ffn_float64_gradients(fn):
     expect_gradients_reach((_ffn(fn, inputs, case, hint),), inputs, case, hint)
 
 
+_MASK25 = torch.tensor([[True, True, True, True, True], [True, False, True, False, False]])  # (2, 5)
+
 EXERCISES = (
     Exercise("ch06-additive", "additive (Bahdanau) attention", "additive_attention",
-             (_additive_by_hand, _additive_shapes, _additive_padding, _additive_one, _additive_float64_gradients),
+             (_additive_by_hand, _additive_shapes, _additive_padding, _additive_padding_dominates, _additive_one,
+              _additive_float64_gradients),
              additive_attention, forbidden=("AdditiveAttention",),
-             allows=Allows(lambda randn: {"s": randn(2, 3), "H": randn(2, 5, 4), "mask": None, "W_q": randn(6, 3),
+             allows=Allows(lambda randn: {"s": randn(2, 3), "H": randn(2, 5, 4), "mask": _MASK25, "W_q": randn(6, 3),
                                           "W_k": randn(6, 4), "v": randn(6)}, half=True)),
     Exercise("ch06-conv", "the feed-forward network as a 1-D convolution", "conv_feed_forward",
              (_ffn_by_hand, _ffn_shapes, _ffn_square, _ffn_one, _ffn_float64_gradients),
@@ -422,7 +452,7 @@ EXERCISES = (
              decoder_mask, forbidden=("causal_mask", "generate_square_subsequent_mask")),
     Exercise("ch06-greedy", "greedy decoding", "greedy",
              (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids,
-              _greedy_bos_is_eos, _greedy_max_len_zero, _greedy_pad_as_a_token),
+              _greedy_bos_is_eos, _greedy_ties, _greedy_max_len_zero, _greedy_pad_as_a_token),
              greedy, forbidden=("greedy_decode",)),
 )
 

@@ -15,8 +15,9 @@ from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect
 
 def masked_mean(x, keep):
     """x (batch, t, d), keep bool (batch, t) -> mean over real tokens (batch, d)."""
-    weights = keep.unsqueeze(-1).to(x.dtype)  # (batch, t, 1): 1 real, 0 padding
-    return (x * weights).sum(dim=1) / weights.sum(dim=1)
+    real = torch.where(keep.unsqueeze(-1), x, 0)  # (batch, t, d): padding -> 0, NaN too
+    n = keep.sum(dim=1, keepdim=True).to(x.dtype)  # (batch, 1): real tokens per sequence
+    return real.sum(dim=1) / n
 
 
 def collate(sequences, max_len, pad_id=0):
@@ -67,6 +68,18 @@ def _mean_ignores_padding_values(fn):
     x[:, 2:] = 1e6  # huge values at padding must not leak in
     keep = torch.tensor([[True, True, False, False]] * 2)
     _mean(fn, x, keep, torch.ones(2, 3), "padding filled with 1e6", "mask the padding out before summing")
+
+
+_INF, _NAN = float("inf"), float("nan")
+
+
+def _mean_inf_nan_padding(fn):
+    x = torch.tensor([[[1.0, 2.0, 3.0], [3.0, 4.0, 5.0], [_INF, -_INF, _NAN]],
+                      [[2.0, 0.0, -2.0], [_NAN, _NAN, _NAN], [_INF, _INF, _INF]]])
+    keep = torch.tensor([[True, True, False], [True, False, False]])
+    _mean(fn, x, keep, torch.tensor([[2.0, 3.0, 4.0], [2.0, 0.0, -2.0]]), "padding positions of x hold inf and NaN",
+          "whatever padding holds must not reach the mean: inf * 0 and NaN * 0 are NaN, so select with "
+          "torch.where(keep[..., None], x, 0) (or masked_fill) rather than multiplying by the mask")
 
 
 def _mean_mask_not_a_prefix(fn):
@@ -212,6 +225,18 @@ def _shares_nan_padding(fn):
             "torch.where(keep, ...) rather than multiplying by the mask")
 
 
+def _shares_inf_padding_wide(fn):
+    x = torch.tensor([[[1.0, 2.0, 3.0], [_INF, _INF, _INF], [_NAN, -_INF, 1.0]],
+                      [[_INF, _INF, _INF], [0.5, 0.5, 0.5], [-_INF, -_INF, -_INF]]])
+    keep = torch.tensor([[True, False, False], [False, True, False]])
+    weight = torch.tensor([[0.0, 0.0, 0.0], [0.5, 0.25, 0.75]])  # w = [0.5, 0.25, 0.75]
+    _shares(fn, x, keep, weight, torch.tensor([[3.25, 0.0, 0.0], [0.0, 0.75, 0.0]]),
+            "d = 3, padding vectors of inf, -inf and NaN",
+            "anything at padding must give a share of exactly 0: select the padding away before the product "
+            "(torch.where(keep[..., None], x, 0)); replacing inf by the largest float (nan_to_num) still "
+            "overflows in the sum over d, and multiplying the product by the mask gives inf * 0 = NaN")
+
+
 def _shares_mask_not_a_prefix(fn):
     x = torch.tensor([[[1.0], [2.0], [4.0], [8.0]]])
     keep = torch.tensor([[False, True, False, True]])
@@ -236,12 +261,12 @@ EXERCISES = (
               _collate_keeps_the_order, _collate_batch_of_one, _collate_empty_sequence, _collate_all_empty,
               _collate_empty_batch), collate),
     Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
-             (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_mask_not_a_prefix,
-              _mean_float64, _mean_gradients), masked_mean,
+             (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_inf_nan_padding,
+              _mean_mask_not_a_prefix, _mean_float64, _mean_gradients), masked_mean,
              allows=Allows(lambda randn: {"x": randn(3, 5, 4), "keep": _KEEP}, half=True)),
     Exercise("ch07-token-shares", "each token's share of the logit gap", "token_shares",
-             (_shares_by_hand, _shares_sum_to_the_gap, _shares_nan_padding, _shares_mask_not_a_prefix,
-              _shares_float64), token_shares,
+             (_shares_by_hand, _shares_sum_to_the_gap, _shares_nan_padding, _shares_inf_padding_wide,
+              _shares_mask_not_a_prefix, _shares_float64), token_shares,
              allows=Allows(lambda randn: {"x": randn(3, 5, 4), "keep": _KEEP, "weight": randn(2, 4)}, half=True)),
 )
 

@@ -41,7 +41,9 @@ def temperature_probs(logits, temperature, top_k=None):
     if temperature == 0:
         first_max = logits.argmax(dim=-1, keepdim=True)      # (batch, 1)
         return torch.zeros_like(logits).scatter(-1, first_max, 1.0)
-    return torch.softmax(logits / temperature, dim=-1)
+    # shift by each row's maximum first: logits / T itself may overflow at a small T
+    shifted = logits - logits.max(dim=-1, keepdim=True).values  # (batch, vocab), <= 0
+    return torch.softmax(shifted / temperature, dim=-1)
 
 
 def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
@@ -216,6 +218,14 @@ def _probs_half_precision(fn):
             _probs(fn, logits.to(dtype), T, top_k, f"{dtype} logits, T = {T}, top_k = {top_k}", hint)
 
 
+def _probs_small_temperature_half(fn):
+    hint = ("logits / T overflows in half precision at a small T (70 / 0.001 = 70,000 is beyond float16's "
+            "largest number, 65504): subtract each row's maximum from the logits before dividing by T")
+    logits = torch.tensor([[70.0, 70.0, 0.0], [-3.0, 65.0, 64.9375]], dtype=torch.float16)
+    _probs(fn, logits, 0.001, None, "float16 logits [[70, 70, 0], [-3, 65, 64.94]], T = 0.001", hint)
+    _probs(fn, logits, 0.001, 2, "float16 logits [[70, 70, 0], [-3, 65, 64.94]], T = 0.001, top_k = 2", hint)
+
+
 def _probs_dropped_stay_dropped(fn):
     hint = ("give the logits below the k-th -inf (float('-inf')), not a large negative number: -1e4 can be larger "
             "than the kept logits, and -1e4 / T is no longer small at a large T")
@@ -343,7 +353,7 @@ EXERCISES = (
              allows=Allows(lambda randn: {"logits": randn(2, 4, 5), "ids": _IDS}, half=True)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",
              (_probs_temperatures, _probs_greedy, _probs_top_k, _probs_tie_at_k, _probs_no_top_k, _probs_confident,
-              _probs_half_precision, _probs_dropped_stay_dropped),
+              _probs_half_precision, _probs_small_temperature_half, _probs_dropped_stay_dropped),
              temperature_probs, forbidden=("next_token_probs", "sample_next_token", "softargmax", "hardargmax")),
     Exercise("ch08-cache", "one step of the key-value cache", "attend_with_cache",
              (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients, _step_trained_cache),

@@ -140,6 +140,20 @@ def _embed_float64_gradients(fn):
     expect_gradients_reach((got,), dict(zip(names, tables)), case, hint)
 
 
+def _embed_every_row_learns(fn):
+    case = "input ids [[0, 3, 0, 2]] (id 0, [PAD], among them), tables that require gradients"
+    hint = ("every row that an id selects gets a gradient, row 0 included: the statement asks for no padding "
+            "row (padding_idx=0 would freeze row 0; Hugging Face's BertEmbeddings sets one, the course's "
+            "BertEncoder does not)")
+    tables = tuple(z.requires_grad_() for z in _embed_tables(96, 5, 4, 2, 3, dtype=torch.float64))
+    got = _embed(fn, torch.tensor([[0, 3, 0, 2]]), torch.tensor([[0, 0, 1, 1]]), tables, case, hint)
+    (grad,) = torch.autograd.grad((got * draws(97)(*got.shape).double()).sum(), tables[0], allow_unused=True)
+    rows = [r for r in (0, 2, 3) if grad is None or not bool((grad[r] != 0).any())]
+    if rows:
+        raise Mismatch(f"{case}: no gradient reaches row{'s' if len(rows) > 1 else ''} "
+                       f"{', '.join(map(str, rows))} of the word table. Hint: {hint}")
+
+
 # --- checks: layer_weights ------------------------------------------------------------
 
 _COURSE_NAMES = {  # the course's name -> the checkpoint's name in layer i (without .weight/.bias)
@@ -227,6 +241,15 @@ def _layer_order(fn):
     _layer(fn, checkpoint, 0, "d_model 6: query, key and value all (6, 6), so only their values tell them apart",
            "the order inside W_qkv is query, key, value: rows 0..d-1 are W_q, d..2d-1 W_k, 2d..3d-1 W_v; "
            "MultiHeadAttention splits them in that order")
+
+
+def _layer_key_order(fn):
+    checkpoint = _fake_checkpoint(105, 2, 3, 4)
+    hint = ("find each tensor by its name, never by its place in the dict: a safetensors file lists its names "
+            "sorted, so 'attention.output.LayerNorm' comes before 'attention.self.query'")
+    _layer(fn, dict(sorted(checkpoint.items())), 1, "a two-layer checkpoint whose names are sorted (as in a "
+           "safetensors file)", hint)
+    _layer(fn, dict(reversed(checkpoint.items())), 0, "a two-layer checkpoint with its names in reverse order", hint)
 
 
 def _layer_many(fn):
@@ -325,10 +348,11 @@ _MASK = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 1, 1, 1, 0]])  # pad
 
 EXERCISES = (
     Exercise("ch09-layer-weights", "one layer's weights from a checkpoint", "layer_weights",
-             (_layer_one, _layer_second, _layer_order, _layer_norms, _layer_many),
+             (_layer_one, _layer_second, _layer_order, _layer_norms, _layer_key_order, _layer_many),
              layer_weights, forbidden=("layer_state_dict", "load_pretrained")),
     Exercise("ch09-embed", "BERT's input embeddings", "bert_embed",
-             (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients),
+             (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients,
+              _embed_every_row_learns),
              bert_embed, forbidden=("BertEncoder", "load_pretrained"),
              allows=Allows(lambda randn: dict(input_ids=torch.tensor([[1, 4, 2], [0, 3, 3]]),
                                               token_type_ids=torch.tensor([[0, 0, 1], [0, 1, 1]]), word=randn(5, 4),
