@@ -9,7 +9,8 @@
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
 #                 make bench-lm: chapter 8's n-grams (add-k, Kneser-Ney) against its Transformer (two seeds,
 #                 about 20 min on 2 cores; the longer run and the plateau: see benchmarks/char_lm.py);
-#                 make bench-ablation: its ablation table (about 55 min on 2 cores); make bench-modern:
+#                 make bench-ablation: its ablation table (about 55 min on 2 cores); make bench-seq2seq:
+#                 chapter 6's post-norm study and equal-time GRU (about 16 min); make bench-modern:
 #                 chapter 10's 2017 block against the modern block (two seeds each, about 20 min)
 # Set-up makes .venv (Python >= 3.11) with pinned versions (constraints.txt, torch's own
 # dependencies included) and torch==2.13.0, the CPU build of the course machines. For another
@@ -24,7 +25,7 @@ PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 SITE      := _build/html
 
-.PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation bench-lm bench-modern clean
+.PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation bench-lm bench-modern bench-seq2seq clean
 
 # Python >= 3.11, as pyproject.toml claims: the pins in constraints.txt (ipython 9, ...) need it.
 $(STAMP): pyproject.toml constraints.txt
@@ -124,6 +125,9 @@ bench-lm: $(STAMP)
 # chapter 10: chapter 8's model with the 2017 block and with the modern block, seeds 0 and 1
 bench-modern: $(STAMP)
 	$(PY) benchmarks/modern_lm.py
+
+bench-seq2seq: $(STAMP)
+	$(PY) benchmarks/seq2seq.py
 
 clean:
 	rm -rf $(VENV) _build .pytest_cache .hypothesis companion.egg-info .cache

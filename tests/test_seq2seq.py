@@ -128,3 +128,57 @@ def test_transformer_decodes_with_the_same_interface():
     pairs = reversal_pairs(5, 2, 4, vocab_size=7, generator=torch.Generator().manual_seed(0))
     out = translate(model, pairs)
     assert out.shape == pairs.tgt.shape and out[:, 0].eq(BOS).all()
+
+
+def test_the_chapters_constructors_build_its_models():
+    from companion.models.seq2seq import reversal_gru, reversal_transformer
+
+    def count(m):
+        return sum(p.numel() for p in m.parameters())
+
+    # chapter 6's table prints these counts: a change to a constructor shows there and here
+    assert count(reversal_transformer(13)) == 236_237
+    assert count(reversal_gru(13, attention=False)) == 143_437
+    assert count(reversal_gru(13, attention=True)) == 192_845
+    deep = reversal_transformer(13, norm_first=False, num_layers=6)
+    assert len(deep.encoder.layers) == len(deep.decoder.layers) == 6
+    assert not deep.encoder.layers[0].norm_first
+
+
+def test_the_stored_seq2seq_results_describe_the_chapters_models():
+    """Change a constructor or a setting of benchmarks/seq2seq.py and this fails until make
+    bench-seq2seq has been re-run."""
+    import importlib.util
+    from pathlib import Path
+
+    from companion.models.seq2seq import load_seq2seq_results, reversal_gru, reversal_transformer
+
+    spec = importlib.util.spec_from_file_location("bench", Path(__file__).parents[1] / "benchmarks" / "seq2seq.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = load_seq2seq_results()
+    for name, cfg in bench.SETTINGS.items():
+        stored = results["norm"][name]
+        assert {k: stored[k] for k in cfg} == cfg
+        assert [(r["norm"], r["seed"]) for r in stored["runs"]] == [
+            (norm, seed) for seed in bench.SEEDS for norm in ("pre-norm", "post-norm")]
+        for run in stored["runs"]:
+            model = reversal_transformer(13, run["norm"] == "pre-norm", cfg["layers"])
+            assert run["params"] == sum(p.numel() for p in model.parameters())
+            assert len(run["losses"]) == cfg["steps"] and 0 <= run["test"] <= 1
+    gru = results["gru"]
+    assert gru["steps"] == bench.GRU_STEPS == len(gru["losses"])
+    assert gru["params"] == sum(p.numel() for p in reversal_gru(13, attention=False).parameters())
+
+
+def test_seq2seq_results_are_saved_by_section(tmp_path, monkeypatch):
+    from companion.models import seq2seq
+
+    monkeypatch.setattr(seq2seq, "SEQ2SEQ_RESULTS", tmp_path / "r.json")
+    with pytest.raises(FileNotFoundError, match="make bench-seq2seq"):
+        seq2seq.load_seq2seq_results()
+    seq2seq.save_seq2seq_results({"gru": {"steps": 1}})
+    seq2seq.save_seq2seq_results({"norm": {"recipe": {}}})
+    assert seq2seq.load_seq2seq_results() == {"gru": {"steps": 1}, "norm": {"recipe": {}}}
+    with pytest.raises(ValueError, match="'norm' or 'gru'"):
+        seq2seq.save_seq2seq_results({"other": {}})

@@ -6,14 +6,64 @@ so one training loop and one decoder serve all of them.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
 from ..data.reversal import BOS, EOS, PAD, Pairs
 from ..decoding import beam_search, greedy_decode
+from ..transformer import Transformer
+from .rnn_seq2seq import GRUSeq2Seq
 from .train_loop import fit
 
-__all__ = ["train_seq2seq", "translate", "exact_match"]
+__all__ = ["train_seq2seq", "translate", "exact_match", "reversal_transformer", "reversal_gru",
+           "SEQ2SEQ_RESULTS", "load_seq2seq_results", "save_seq2seq_results"]
+
+SEQ2SEQ_RESULTS = Path(__file__).with_name("seq2seq_results.json")
+
+
+def reversal_transformer(vocab_size: int, norm_first: bool = True, num_layers: int = 2) -> Transformer:
+    """Chapter 6's Transformer for the reversal task: ``d_model`` 64, 4 heads, ``d_ff`` 256, no
+    dropout, ``num_layers`` encoder and as many decoder layers, PAD (0) as padding on both sides.
+
+    One constructor for the chapter and ``benchmarks/seq2seq.py``, so the two train the same model.
+    """
+    return Transformer(vocab_size, vocab_size, d_model=64, num_heads=4, num_encoder_layers=num_layers,
+                       num_decoder_layers=num_layers, d_ff=256, dropout=0.0, norm_first=norm_first,
+                       max_len=64, src_pad_id=PAD, tgt_pad_id=PAD)
+
+
+def reversal_gru(vocab_size: int, attention: bool) -> GRUSeq2Seq:
+    """Chapter 6's GRU encoder-decoder: embeddings of 32, states of 128, with or without attention."""
+    return GRUSeq2Seq(vocab_size, d_embed=32, d_hidden=128, attention=attention)
+
+
+def load_seq2seq_results() -> dict:
+    """What ``make bench-seq2seq`` measured (chapter 6 reads it): ``{"norm": ..., "gru": ...}``.
+
+    ``"norm"``: post-norm against pre-norm, ``{"setting", "steps", "layers", "lr", "warmup", "runs"}``
+    per setting (``"recipe"``, ``"deep"``), each run ``{"norm", "seed", "losses", "test", "seconds"}``.
+    ``"gru"``: the GRU without attention trained for the GRU with attention's time. Each section
+    also says where it was measured (``torch``, ``threads``, ``date``).
+
+    Raises:
+        FileNotFoundError: no results yet (``make bench-seq2seq`` writes them).
+    """
+    if not SEQ2SEQ_RESULTS.exists():
+        raise FileNotFoundError(f"no results at {SEQ2SEQ_RESULTS}; run make bench-seq2seq")
+    return json.loads(SEQ2SEQ_RESULTS.read_text(encoding="utf-8"))
+
+
+def save_seq2seq_results(update: dict) -> None:
+    """Write sections of the results file (``"norm"``, ``"gru"``), keeping the others."""
+    unknown = set(update) - {"norm", "gru"}
+    if unknown:
+        raise ValueError(f"sections must be 'norm' or 'gru', got {sorted(unknown)}")
+    results = json.loads(SEQ2SEQ_RESULTS.read_text(encoding="utf-8")) if SEQ2SEQ_RESULTS.exists() else {}
+    results.update(update)
+    SEQ2SEQ_RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _src_mask(src: torch.Tensor) -> torch.Tensor:
