@@ -166,9 +166,11 @@ def test_the_stored_seq2seq_results_describe_the_chapters_models():
             model = reversal_transformer(13, run["norm"] == "pre-norm", cfg["layers"])
             assert run["params"] == sum(p.numel() for p in model.parameters())
             assert len(run["losses"]) == cfg["steps"] and 0 <= run["test"] <= 1
-    gru = results["gru"]
-    assert gru["steps"] == bench.GRU_STEPS == len(gru["losses"])
-    assert gru["params"] == sum(p.numel() for p in reversal_gru(13, attention=False).parameters())
+    runs = results["gru"]["runs"]
+    assert tuple(run["steps"] for run in runs) == bench.GRU_STEPS
+    for run in runs:
+        assert len(run["losses"]) == run["steps"]
+        assert run["params"] == sum(p.numel() for p in reversal_gru(13, attention=False).parameters())
 
 
 def test_seq2seq_results_are_saved_by_section(tmp_path, monkeypatch):

@@ -45,8 +45,9 @@ def load_seq2seq_results() -> dict:
 
     ``"norm"``: post-norm against pre-norm, ``{"setting", "steps", "layers", "lr", "warmup", "runs"}``
     per setting (``"recipe"``, ``"deep"``), each run ``{"norm", "seed", "losses", "test", "seconds"}``.
-    ``"gru"``: the GRU without attention trained for the GRU with attention's time. Each section
-    also says where it was measured (``torch``, ``threads``, ``date``).
+    ``"gru"``: ``{"runs": [...]}``, the GRU without attention trained longer than the chapter does,
+    each run ``{"steps", "test", "longer", "by_length", "seconds", "losses"}``. Each section also
+    says where it was measured (``torch``, ``threads``, ``date``).
 
     Raises:
         FileNotFoundError: no results yet (``make bench-seq2seq`` writes them).
