@@ -6,6 +6,7 @@
     python benchmarks/imdb.py --configs course --set seed=1      # the course model, another training seed
     python benchmarks/imdb.py --ablation                         # every row of ABLATIONS (about 55 min on 2 cores)
     python benchmarks/imdb.py --ablation --only "deeper: 2 layers"  # one row again; the others are kept
+    python benchmarks/imdb.py --configs tfidf --keep             # one row of the main table again
 
 A full run of every config (and --ablation) writes its table to
 companion/models/sentiment_results.json, which chapter 7 reads; quick runs, --set and
@@ -66,7 +67,7 @@ def run_neural(name: str, quick: bool, changes: dict) -> dict:
     wall = time.perf_counter() - start
     test = ([vocab.encode(t) for t in split["test"][0]], split["test"][1])
     accuracy = accuracy_of(model, test, max_len=config["max_len"], truncate=config["truncate"])
-    return dict(name=name, config=config, seed=seed, params=sum(p.numel() for p in model.parameters()),
+    return dict(name=name, date=datetime.date.today().isoformat(), config=config, seed=seed, params=sum(p.numel() for p in model.parameters()),
                 train_seconds=wall, epoch_seconds=sum(history.epoch_seconds) / len(history.epoch_seconds),
                 val_accuracy=max(history.val_accuracy), test_accuracy=accuracy, val_curve=history.val_accuracy)
 
@@ -74,7 +75,8 @@ def run_neural(name: str, quick: bool, changes: dict) -> dict:
 def run_tfidf(quick: bool) -> dict:
     split = split_imdb(load_imdb(), quick=quick)
     baseline = train_tfidf(split["train"], split["val"])  # C chosen on validation data
-    return dict(name="tfidf", config={"Cs": list(baseline.val_accuracy), "C": baseline.C}, seed=None,
+    return dict(name="tfidf", date=datetime.date.today().isoformat(),
+                config={"Cs": list(baseline.val_accuracy), "C": baseline.C}, seed=None,
                 params=baseline.num_features + 1, train_seconds=baseline.seconds, epoch_seconds=None,
                 val_accuracy=baseline.val_accuracy[baseline.C], test_accuracy=baseline.accuracy(*split["test"]),
                 val_curve=[])
@@ -162,6 +164,8 @@ def main() -> None:
     parser.add_argument("--ablation", action="store_true", help="train every row of ABLATIONS instead")
     parser.add_argument("--only", nargs="+", metavar="LABEL",
                         help="with --ablation: train these rows only and keep the others from the results file")
+    parser.add_argument("--keep", action="store_true",
+                        help="with a subset of --configs: replace those rows of the stored table, keep the others")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--results", default=None,
                         help=f"write the table here (default: {RESULTS.name} for a full, unchanged run of every config)")
@@ -177,7 +181,8 @@ def main() -> None:
     print(f"torch {torch.__version__}, {platform.machine()}, {args.threads} threads{', QUICK' if args.quick else ''}"
           + (f"; course config changed: {changes}" if changes else ""))
     full = not args.quick and not changes
-    results_path = args.results or (str(RESULTS) if full and (args.ablation or args.configs == ALL) else None)
+    results_path = args.results or (str(RESULTS) if full and (args.ablation or args.configs == ALL or args.keep)
+                                    else None)
     if args.ablation:
         ablation(args.quick, args.threads, results_path, args.only)
         return
@@ -203,6 +208,10 @@ def main() -> None:
               f"{'>=' if course['test_accuracy'] >= 0.90 else '<'} 0.90 target; "
               f"{'beats' if beats else 'does NOT beat'} every other neural config")
     if results_path:
+        if args.keep:  # the stored rows, with the new ones in their place
+            stored = json.loads(open(results_path, encoding="utf-8").read())["benchmark"]
+            new = {r["name"]: r for r in results}
+            results = [new.get(r["name"], {"date": stored["date"], **r}) for r in stored["rows"]]
         save_results("benchmark", about(args.threads, args.quick), results, results_path)
         print(f"\nwritten to {results_path}")
 

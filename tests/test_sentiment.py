@@ -80,6 +80,14 @@ def test_the_shipped_results_cover_every_config_and_ablation_row():
     for row in results["benchmark"]["rows"]:
         if row["name"] in CONFIGS:
             assert row["config"] == CONFIGS[row["name"]] and row["seed"] == 0, f"{row['name']}: re-run make bench-imdb"
+        assert row["date"] <= results["benchmark"]["date"]  # when the row was measured (--keep keeps older rows)
+    import inspect
+
+    from companion.models.bag_of_words import train_tfidf
+
+    grid = list(inspect.signature(train_tfidf).parameters["Cs"].default)
+    tfidf = next(row for row in results["benchmark"]["rows"] if row["name"] == "tfidf")
+    assert tfidf["config"]["Cs"] == grid, "the TF-IDF grid changed: re-run benchmarks/imdb.py --configs tfidf --keep"
     for row in results["ablation"]["rows"]:
         changes = {k: v for k, v in row["changes"].items() if k != "seed"}
         assert row["config"] == {**CONFIGS["course"], **changes}, f"{row['label']}: re-run make bench-ablation"

@@ -42,7 +42,7 @@ class TfidfBaseline:
 
 def train_tfidf(train: tuple[Sequence[Sequence[str]], Sequence[int]],
                 val: tuple[Sequence[Sequence[str]], Sequence[int]], *,
-                Cs: Sequence[float] = (1.0, 4.0, 16.0), min_df: int = 2) -> TfidfBaseline:
+                Cs: Sequence[float] = (1.0, 4.0, 16.0, 64.0, 256.0), min_df: int = 2) -> TfidfBaseline:
     """Fit TF-IDF (words and pairs seen in at least ``min_df`` training reviews) and a logistic
     regression for each inverse regularisation strength in ``Cs``; keep the best on ``val`` (chapter 7).
 
