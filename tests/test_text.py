@@ -39,8 +39,10 @@ def test_pad_batch_truncates_pads_and_masks():
     assert tokens.tolist() == [[1, 2, 7]]
     with pytest.raises(ValueError, match="an empty sequence"):
         pad_batch([[1], []], max_len=4)
-    with pytest.raises(ValueError, match="truncate must be one of 'head', 'head_tail', got 'tail'"):
-        pad_batch([[1]], max_len=4, truncate="tail")
+    tokens, _ = pad_batch([[1, 2, 3, 4, 5, 6, 7], [8, 9]], max_len=3, truncate="tail")
+    assert tokens.tolist() == [[5, 6, 7], [8, 9, 0]]  # the last max_len ids, as Keras' pad_sequences keeps
+    with pytest.raises(ValueError, match="truncate must be one of 'head', 'tail', 'head_tail', got 'middle'"):
+        pad_batch([[1]], max_len=4, truncate="middle")
 
 
 def test_length_batches_cover_everything_once_and_group_similar_lengths():

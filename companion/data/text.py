@@ -85,7 +85,8 @@ def pad_batch(sequences: Sequence[Sequence[int]], max_len: int, pad_id: int = 0,
         sequences: ``batch`` lists of token ids.
         max_len: the most ids kept per sequence.
         pad_id: the id used for padding.
-        truncate: which part of a long sequence to keep: ``"head"`` (the start) or
+        truncate: which part of a long sequence to keep: ``"head"`` (the start),
+            ``"tail"`` (the end, as Keras' ``pad_sequences`` keeps by default) or
             ``"head_tail"`` (the first and last ``max_len // 2`` ids: reviews often
             conclude at the end).
 
@@ -94,7 +95,7 @@ def pad_batch(sequences: Sequence[Sequence[int]], max_len: int, pad_id: int = 0,
         bool padding mask ``(batch, 1, t)``, ``True`` at real tokens (may attend).
     """
     check_positive_int("max_len", max_len)
-    check_choice("truncate", truncate, ("head", "head_tail"))
+    check_choice("truncate", truncate, ("head", "tail", "head_tail"))
     if len(sequences) == 0:
         raise ValueError("pad_batch needs at least one sequence")
     cut = []
@@ -103,7 +104,7 @@ def pad_batch(sequences: Sequence[Sequence[int]], max_len: int, pad_id: int = 0,
         if len(seq) == 0:
             raise ValueError("an empty sequence cannot be classified; drop it or give it an <unk> id")
         if len(seq) > max_len:
-            head = max_len if truncate == "head" else max_len - max_len // 2
+            head = {"head": max_len, "tail": 0, "head_tail": max_len - max_len // 2}[truncate]
             seq = seq[:head] + (seq[len(seq) - (max_len - head):] if max_len - head else [])
         cut.append(seq)
     t = max(len(seq) for seq in cut)
