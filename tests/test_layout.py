@@ -132,3 +132,24 @@ def test_every_subpackage_is_a_package_setuptools_finds():
     found = set(find_packages(str(PACKAGE.parent), include=["companion", "companion.*"]))
     folders = {module_name(p / "__init__.py") for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"}
     assert folders <= found, folders - found
+
+
+WHEEL_FILE_LIMIT = 200_000  # bytes; tests/reader checks the built wheel against the same limit
+
+
+def large_files(folder: Path, limit: int = WHEEL_FILE_LIMIT) -> list[str]:
+    """Files under ``folder`` (outside caches) of ``limit`` bytes or more."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.stat().st_size >= limit)
+
+
+def test_no_file_in_the_package_is_large():
+    # the wheel carries every file of companion/ (package data included): stored results keep
+    # what the chapters read, not every loss of every run
+    assert large_files(PACKAGE) == [], "too large for the wheel; store less"
+
+
+def test_the_size_check_finds_a_large_file(tmp_path):
+    (tmp_path / "results.json").write_bytes(b"0" * WHEEL_FILE_LIMIT)
+    (tmp_path / "small.json").write_bytes(b"0" * 10)
+    assert large_files(tmp_path) == ["results.json"]

@@ -46,7 +46,7 @@ def load_seq2seq_results() -> dict:
     ``"norm"``: post-norm against pre-norm, ``{"setting", "steps", "layers", "lr", "warmup", "runs"}``
     per setting (``"recipe"``, ``"deep"``), each run ``{"norm", "seed", "losses", "test", "seconds"}``.
     ``"gru"``: ``{"runs": [...]}``, the GRU without attention trained longer than the chapter does,
-    each run ``{"steps", "test", "longer", "by_length", "seconds", "losses"}``. Each section also
+    each run ``{"steps", "test", "longer", "by_length", "seconds"}``. Each section also
     says where it was measured (``torch``, ``threads``, ``date``).
 
     Raises:
