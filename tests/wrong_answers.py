@@ -4204,3 +4204,58 @@ def layer_weights(checkpoint, i):
 
 for _id, _answers in _TRIAL_2_REST.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# The third blind trial (2026-11-23): 4 of its 114 wrong answers passed the checks; each now fails
+# on a case the statement allows (the statements say so).
+_FRESH_TRIAL_3 = {
+    "ch01-softargmax": [
+        ("exp(scores - max) ** beta: float16's rounding of a number near 1, raised to the power beta", """
+def softargmax(scores, beta=1.0):
+    m = scores.max(dim=-1, keepdim=True).values
+    e = torch.exp(scores - m) ** beta
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+    ],
+    "ch06-additive": [
+        ("padding filled with -1e4: a real score below -1e4 loses to the padding", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    e = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        e = e.masked_fill(~mask, -1e4)
+    w = torch.softmax(e, dim=-1)
+    return (w[:, :, None] * H).sum(dim=1), w
+"""),
+        ("padding filled with -1e9: a real score below -1e9 loses to the padding", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    e = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        e = e.masked_fill(~mask, -1e9)
+    w = torch.softmax(e, dim=-1)
+    return (w[:, :, None] * H).sum(dim=1), w
+"""),
+    ],
+    "ch10-expand-kv": [
+        ("heads spread with a rounded linspace (right for 2 -> 4, wrong for 3 -> 12)", """
+def expand_kv(x, num_heads):
+    idx = torch.linspace(0, x.shape[1] - 1, num_heads).round().long()
+    return x[:, idx]
+"""),
+    ],
+    "ch10-merge": [
+        ("empty sets detected on the whole tensor, not query by query", """
+def merge_partials(O1, L1, O2, L2):
+    if bool(torch.isneginf(L1).all()):
+        return O2, L2
+    if bool(torch.isneginf(L2).all()):
+        return O1, L1
+    M = torch.maximum(L1, L2)
+    a1, a2 = torch.exp(L1 - M), torch.exp(L2 - M)
+    s = a1 + a2
+    return (a1[..., None] * O1 + a2[..., None] * O2) / s[..., None], M + torch.log(s)
+"""),
+    ],
+}
+
+for _id, _answers in _FRESH_TRIAL_3.items():
+    WRONG.setdefault(_id, []).extend(_answers)

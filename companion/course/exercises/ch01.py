@@ -107,6 +107,16 @@ def _softargmax_half_precision(fn):
     expect_close(got, expected.to(torch.float16), case, hint)
 
 
+def _softargmax_half_small_differences(fn):
+    scores = torch.tensor([[0.0, 0.0007], [0.0012, 0.0]], dtype=torch.float16)
+    case = "softargmax of float16 scores [[0, 0.0007], [0.0012, 0]], beta=1000 (weights about 1/3 and 2/3)"
+    hint = ("multiply by beta before exp, as in exp(beta * (scores - max)): exp(scores - max) ** beta raises "
+            "float16's rounding of a number near 1 (steps of 0.0005) to the power beta, 1000 times the error")
+    got = call(fn, case, hint, scores=scores, beta=1000.0)
+    expected = torch.softmax(1000.0 * (scores.double() - scores.double().amax(-1, keepdim=True)), -1)
+    expect_close(got, expected.to(torch.float16), case, hint)
+
+
 def _softargmax_gradients(fn):
     case = "softargmax of a (4, 5) batch that requires gradients"
     hint = ("a model trains through softargmax: stay in PyTorch operations (no .numpy(), .item(), "
@@ -273,8 +283,7 @@ EXERCISES = (
     Exercise("ch01-softargmax", "soft argmax with inverse temperature", "softargmax",
              (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
               _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_half_precision,
-              _softargmax_gradients,
-              _softargmax_float64), softargmax,
+              _softargmax_half_small_differences, _softargmax_gradients, _softargmax_float64), softargmax,
              forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin"),
              allows=Allows(lambda randn: {"scores": randn(5), "beta": 2.0}, batched=("scores",), half=True,
                     large={"scores": 50.0})),

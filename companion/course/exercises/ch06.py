@@ -189,6 +189,17 @@ def _additive_padding_dominates(fn):
               "real tokens exp(-240) = 0 in float32, and renormalising 0 / 0 gives NaN")
 
 
+def _additive_real_far_below(fn):
+    # d_a = 1, v = [c] with c < 0: both positions score c * tanh(1), far below any "large negative" fill
+    for c in (-3e4, -3e9):
+        inputs = dict(s=torch.zeros(1, 1), H=torch.tensor([[[1.0], [1.0]]]), mask=torch.tensor([[True, False]]),
+                      W_q=torch.ones(1, 1), W_k=torch.ones(1, 1), v=torch.tensor([c]))
+        _additive(fn, inputs, f"v = [{c:g}]: the real token scores {c * math.tanh(1):,.0f}, the padding is "
+                  "masked: weights [1, 0]",
+                  "a real score can be any number, far below -1e4 or -1e9 too: fill the padding with -inf "
+                  "(float('-inf'), or torch.finfo(dtype).min), so that it is below every real score")
+
+
 def _additive_one(fn):
     _additive(fn, _inputs(67, 1, 1, 2, 3, 4), "batch of 1, a source of 1 token: weight 1, context = h_0",
               "softmax over the positions (one of them) gives weight 1 whatever the score")
@@ -436,8 +447,8 @@ _MASK25 = torch.tensor([[True, True, True, True, True], [True, False, True, Fals
 
 EXERCISES = (
     Exercise("ch06-additive", "additive (Bahdanau) attention", "additive_attention",
-             (_additive_by_hand, _additive_shapes, _additive_padding, _additive_padding_dominates, _additive_one,
-              _additive_float64_gradients),
+             (_additive_by_hand, _additive_shapes, _additive_padding, _additive_padding_dominates,
+              _additive_real_far_below, _additive_one, _additive_float64_gradients),
              additive_attention, forbidden=("AdditiveAttention",),
              allows=Allows(lambda randn: {"s": randn(2, 3), "H": randn(2, 5, 4), "mask": _MASK25, "W_q": randn(6, 3),
                                           "W_k": randn(6, 4), "v": randn(6)}, half=True)),

@@ -148,6 +148,25 @@ def _merge_empty(fn):
            "not divide by a sum of 0")
 
 
+def _merge_empty_for_some(fn):
+    # four queries: both sets empty, only the first, only the second, neither (-inf per query)
+    inf = math.inf
+    L1, L2 = torch.tensor([-inf, -inf, 0.5, 0.0]), torch.tensor([-inf, 1.0, -inf, 1.0])
+    O1 = torch.tensor([[0.0, 0.0], [0.0, 0.0], [3.0, -1.0], [1.0, 1.0]])
+    O2 = torch.tensor([[0.0, 0.0], [2.0, 5.0], [0.0, 0.0], [2.0, 2.0]])
+    case = ("4 queries, L1 = [-inf, -inf, 0.5, 0], L2 = [-inf, 1, -inf, 1]: a set can be empty for some queries "
+            "and not others")
+    hint = ("emptiness is per query: an element of L that is -inf marks that query's set as empty, so handle it "
+            "element by element (torch.where), not with a test on the whole tensor")
+    got = call(fn, case, hint, O1=O1, L1=L1, O2=O2, L2=L2)
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise Mismatch(f"{case}: expected a tuple (O, L), got {type(got).__name__}. Hint: return O, L")
+    share = math.e / (1 + math.e)  # query 3: exp(1) / (exp(0) + exp(1))
+    expect_close(got[1], torch.tensor([-inf, 1.0, 0.5, math.log(1 + math.e)]), case + ": L", hint)
+    expect_close(got[0], torch.tensor([[0.0, 0.0], [2.0, 5.0], [3.0, -1.0], [1 + share, 1 + share]]),
+                 case + ": O", hint)
+
+
 def _merge_large(fn):
     S = torch.tensor([[1000.0, 998.0, -1000.0, 999.0]])
     V = torch.tensor([[1.0], [2.0], [3.0], [4.0]])
@@ -379,6 +398,13 @@ def _expand_same(fn):
             "with num_heads == num_kv_heads every head is its own: group = 1")
 
 
+def _expand_three_for_twelve(fn):
+    x = torch.arange(3.0).view(1, 3, 1, 1).expand(1, 3, 2, 2).contiguous()  # heads of 0s, 1s and 2s
+    _expand(fn, x, 12, "3 key-value heads (values 0, 1, 2) for 12 query heads: expected 0, 0, 0, 0, 1, 1, 1, 1, "
+            "2, 2, 2, 2", "each key-value head serves group = num_heads // num_kv_heads query heads in a row: "
+            "head i reads key-value head i // group")
+
+
 def _expand_float64(fn):
     randn = draws(124)
     _expand(fn, randn(2, 2, 3, 3).double(), 4, "float64 keys: the result stays float64",
@@ -506,8 +532,8 @@ def _window_long(fn):
 
 EXERCISES = (
     Exercise("ch10-merge", "merging two partial attention results", "merge_partials",
-             (_merge_by_hand, _merge_unequal, _merge_batched, _merge_empty, _merge_empty_half, _merge_large,
-              _merge_very_negative, _merge_many, _merge_gradients),
+             (_merge_by_hand, _merge_unequal, _merge_batched, _merge_empty, _merge_empty_for_some, _merge_empty_half,
+              _merge_large, _merge_very_negative, _merge_many, _merge_gradients),
              merge_partials, forbidden=("logsumexp", "logaddexp", "softmax", "log_softmax", "online_softmax"),
              allows=Allows(lambda randn: dict(O1=randn(4, 3), L1=randn(4), O2=randn(4, 3), L2=randn(4)),
                            batched=("O1", "L1", "O2", "L2"), half=True, large={"L1": 100.0, "L2": 100.0})),
@@ -519,7 +545,7 @@ EXERCISES = (
              allows=Allows(lambda randn: dict(Q=randn(4, 3), K=randn(6, 3), V=randn(6, 2), block_size=4),
                            batched=("Q", "K", "V"), half=True, large={"Q": 40.0})),
     Exercise("ch10-expand-kv", "a key-value head for each query head", "expand_kv",
-             (_expand_by_hand, _expand_random, _expand_mqa, _expand_same, _expand_float64),
+             (_expand_by_hand, _expand_random, _expand_mqa, _expand_same, _expand_three_for_twelve, _expand_float64),
              expand_kv, forbidden=("repeat_kv",),
              allows=Allows(lambda randn: dict(x=randn(2, 2, 3, 4), num_heads=4), half=True)),
     Exercise("ch10-window", "a sliding-window mask with a cache", "window_mask",
