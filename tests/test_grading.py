@@ -173,10 +173,10 @@ PARITY_CASES = [
      "import companion\n\ndef self_attention(X, beta=1.0):\n"
      "    return companion.scaled_dot_product_attention(X, X, X, scale=beta)[0]\n"),
     ("ch01-self-attention", "a helper defined in the same cell", True,
-     "def _weights(X, beta):\n    return torch.softmax(beta * X @ X.T, -1)\n\n"
+     "def _weights(X, beta):\n    return torch.softmax(beta * (X @ X.T), -1)\n\n"
      "def self_attention(X, beta=1.0):\n    return _weights(X, beta) @ X\n"),
     ("ch01-self-attention", "IPython syntax in the cell", False,
-     "%time 1 + 1\ndef self_attention(X, beta=1.0):\n    return torch.softmax(beta * X @ X.T, -1) @ X\n"),
+     "%time 1 + 1\ndef self_attention(X, beta=1.0):\n    return torch.softmax(beta * (X @ X.T), -1) @ X\n"),
     ("ch01-hardargmax", "the function calls sys.exit()", False,
      "import sys\n\ndef hardargmax(scores):\n    sys.exit(0)\n"),
     ("ch07-masked-mean", "collate from the earlier exercise is visible", True,

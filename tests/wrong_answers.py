@@ -4259,3 +4259,185 @@ def merge_partials(O1, L1, O2, L2):
 
 for _id, _answers in _FRESH_TRIAL_3.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# The fifth blind trial (2026-11-25): 19 of its 114 wrong answers passed. These 15 now fail on a
+# case the statement allows; the other 4 are right by their settled statements (an int64 perm, fills
+# of torch.finfo(dtype).min, bfloat16 dot products rounded to the dtype).
+_FRESH_TRIAL_5 = {
+    'ch01-softargmax': [
+        ('half inputs upcast to float32, but beta*scores is formed before subtracting the max, so float32/float64 overflow for a huge finite beta', """
+def softargmax(scores, beta=1.0):
+    dtype = scores.dtype
+    x = scores.float() if dtype in (torch.float16, torch.bfloat16) else scores
+    z = beta * x
+    e = torch.exp(z - z.max(dim=-1, keepdim=True).values)
+    return (e / e.sum(dim=-1, keepdim=True)).to(dtype)
+"""),
+    ],
+    'ch01-hardargmax': [
+        ('finds the maximum by (scores - max == 0), which is NaN for an infinite maximum', """
+def hardargmax(scores):
+    m = scores.max(dim=-1, keepdim=True).values
+    eq = (scores - m) == 0
+    first = eq & (eq.long().cumsum(dim=-1) == 1)
+    return first.to(scores.dtype)
+"""),
+    ],
+    'ch01-soft-lookup': [
+        ('multiplies the keys by beta before the product, which overflows float16 though beta*scores does not', """
+def soft_lookup(query, keys, values, beta=1.0):
+    w = torch.softmax((beta * keys) @ query, dim=-1)
+    return w @ values
+"""),
+    ],
+    'ch01-self-attention': [
+        ('scales X by beta before the product; beta*X overflows float16 even though beta*X@X.T does not', """
+def self_attention(X, beta=1.0):
+    A = torch.softmax((beta * X) @ X.T, dim=-1)
+    return A @ X
+"""),
+    ],
+    'ch02-masked-attention': [
+        ("hand-written softmax that subtracts the max over the whole tensor instead of each row's", """
+def masked_attention(Q, K, V, mask):
+    s = (Q @ K.transpose(-2, -1)) / math.sqrt(Q.shape[-1])
+    s = s.masked_fill(~mask, float('-inf'))
+    m = s.max()
+    if not torch.isfinite(m):
+        m = torch.zeros((), dtype=s.dtype)
+    e = torch.exp(s - m)
+    den = e.sum(dim=-1, keepdim=True)
+    w = e / torch.where(den == 0, torch.ones_like(den), den)
+    return w @ V
+"""),
+    ],
+    'ch03-dot-variance': [
+        ('two-pass variance with the mean taken as dots.sum() / n in the input dtype; the float16 sum overflows for many dot products near 10^3', """
+def dot_variance(q, k):
+    dots = (q * k).sum(dim=-1)
+    n = dots.shape[0]
+    mean = dots.sum() / n
+    return ((dots - mean) ** 2).sum() / (n - 1)
+"""),
+    ],
+    'ch03-row-entropy': [
+        ('flattens the rows with .view(-1, t), which fails for a non-contiguous A', """
+def row_entropy(A):
+    t = A.shape[-1]
+    flat = A.view(-1, t)
+    h = -torch.special.xlogy(flat, flat).sum(dim=-1)
+    return h.view(A.shape[:-1])
+"""),
+    ],
+    'ch04-split-heads': [
+        ('reshape(b, t, num_heads, -1): the -1 is ambiguous for an empty sequence', """
+def split_heads(x, num_heads):
+    b, t, d_model = x.shape
+    return x.reshape(b, t, num_heads, -1).transpose(1, 2)
+"""),
+    ],
+    'ch04-merge-heads': [
+        ('reshape(b, t, -1): the -1 is ambiguous for an empty sequence', """
+def merge_heads(x):
+    b, h, t, d_k = x.shape
+    return x.transpose(1, 2).reshape(b, t, -1)
+"""),
+    ],
+    'ch04-ablate-head': [
+        ('zeroes through out.reshape(-1, num_heads, d_k)[...]; for a non-contiguous Z the reshape is a copy and the write is lost', """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    out = Z.clone()
+    out.reshape(-1, num_heads, d_k)[:, head] = 0
+    return out
+"""),
+    ],
+    'ch06-conv': [
+        ('runs each token as its own length-1 sequence via x.view(-1, d_model, 1), which fails for a non-contiguous x', """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    b, t, d = x.shape
+    h = F.relu(F.conv1d(x.view(-1, d, 1), W1.unsqueeze(-1), b1))
+    y = F.conv1d(h, W2.unsqueeze(-1), b2)
+    return y.view(b, t, d)
+"""),
+    ],
+    'ch08-bpc': [
+        ('softmax in float64 then log2 of the probability: underflows to log2(0) = -inf once logits differ by more than ~745', """
+def bits_per_char(logits, ids):
+    p = torch.softmax(logits[:, :-1].double(), dim=-1)
+    pt = p.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    return (-torch.log2(pt)).mean().to(logits.dtype)
+"""),
+    ],
+    'ch08-temperature': [
+        ('top-k removes logits by filling -1e9 instead of -inf; a large temperature then gives the removed tokens probability', """
+def temperature_probs(logits, temperature, top_k=None):
+    dtype = logits.dtype
+    x = logits.float() if dtype in (torch.float16, torch.bfloat16) else logits
+    if top_k is not None:
+        kth = torch.topk(x, top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, -1e9)
+    if temperature == 0:
+        idx = x.argmax(dim=-1, keepdim=True)
+        return torch.zeros_like(x).scatter(-1, idx, 1.0).to(dtype)
+    z = (x - x.max(dim=-1, keepdim=True).values) / temperature
+    e = torch.exp(z)
+    return (e / e.sum(dim=-1, keepdim=True)).to(dtype)
+"""),
+        ('treats any temperature below 1e-6 as 0 (argmax one-hot)', """
+def temperature_probs(logits, temperature, top_k=None):
+    dtype = logits.dtype
+    x = logits.float() if dtype in (torch.float16, torch.bfloat16) else logits
+    if top_k is not None:
+        kth = torch.topk(x, top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, float('-inf'))
+    if temperature < 1e-6:
+        idx = x.argmax(dim=-1, keepdim=True)
+        return torch.zeros_like(x).scatter(-1, idx, 1.0).to(dtype)
+    z = (x - x.max(dim=-1, keepdim=True).values) / temperature
+    e = torch.exp(z)
+    return (e / e.sum(dim=-1, keepdim=True)).to(dtype)
+"""),
+    ],
+    'ch10-tiled': [
+        ('masks future keys inside a tile with -1e9 instead of -inf; a visible score below -1e9 then loses to the masked key', """
+def causal_tiled_attention(Q, K, V, block_size):
+    dtype = Q.dtype
+    half = dtype in (torch.float16, torch.bfloat16)
+    t_q, d_k = Q.shape[-2], Q.shape[-1]
+    t_k = K.shape[-2]
+    off = t_k - t_q
+    B = block_size
+    scale = 1.0 / math.sqrt(d_k)
+    outs = []
+    for qs in range(0, t_q, B):
+        qe = min(qs + B, t_q)
+        q = Q[..., qs:qe, :].float() if half else Q[..., qs:qe, :]
+        pos_q = torch.arange(qs, qe) + off
+        m = l = acc = None
+        for ks in range(0, off + qe, B):
+            ke = min(ks + B, t_k)
+            k = K[..., ks:ke, :].float() if half else K[..., ks:ke, :]
+            v = V[..., ks:ke, :].float() if half else V[..., ks:ke, :]
+            s = (q @ k.transpose(-2, -1)) * scale
+            if ke - 1 > off + qs:
+                vis = torch.arange(ks, ke)[None, :] <= pos_q[:, None]
+                s = s.masked_fill(~vis, -1e9)
+            tmax = s.amax(dim=-1, keepdim=True).detach()
+            m_new = tmax if m is None else torch.maximum(m, tmax)
+            p = torch.exp(s - m_new)
+            if m is None:
+                l, acc = p.sum(dim=-1, keepdim=True), p @ v
+            else:
+                a = torch.exp(m - m_new)
+                l, acc = a * l + p.sum(dim=-1, keepdim=True), a * acc + p @ v
+            m = m_new
+        outs.append((acc / l).to(dtype))
+    return torch.cat(outs, dim=-2)
+"""),
+    ],
+}
+
+for _id, _answers in _FRESH_TRIAL_5.items():
+    WRONG.setdefault(_id, []).extend(_answers)

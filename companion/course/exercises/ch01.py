@@ -117,6 +117,14 @@ def _softargmax_half_small_differences(fn):
     expect_close(got, expected.to(torch.float16), case, hint)
 
 
+def _softargmax_huge_beta(fn):
+    scores = torch.tensor([[2.0, 4.0], [-1.0, -3.0]])
+    case = "softargmax of float32 [[2, 4], [-1, -3]], beta=1e38 (finite; beta * 4 is not)"
+    hint = ("beta * scores overflows float32 here (its largest number is 3.4e38): shift first, then scale, "
+            "as in exp(beta * (scores - max)), so that what is multiplied by beta is <= 0")
+    expect_close(call(fn, case, hint, scores=scores, beta=1e38), torch.tensor([[0.0, 1.0], [1.0, 0.0]]), case, hint)
+
+
 def _softargmax_gradients(fn):
     case = "softargmax of a (4, 5) batch that requires gradients"
     hint = ("a model trains through softargmax: stay in PyTorch operations (no .numpy(), .item(), "
@@ -192,6 +200,15 @@ def _hardargmax_near_ties(fn):
                 "a tolerance")
 
 
+def _hardargmax_infinite(fn):
+    inf = float("inf")
+    scores = torch.tensor([[1.0, inf, 2.0], [-inf, 3.0, -inf], [-inf, -inf, -5.0]])
+    expected = torch.tensor([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    _hardargmax(fn, scores, expected, "hardargmax of [[1, inf, 2], [-inf, 3, -inf], [-inf, -inf, -5]] (masked "
+                "scores are -inf)", "inf - inf is NaN, so a test such as scores - max == 0 misses an infinite "
+                "maximum: compare scores == max, or take torch.argmax")
+
+
 def _hardargmax_float64(fn):
     scores = torch.tensor([[3.0, -1.0], [0.5, 4.0]], dtype=torch.float64)
     _hardargmax(fn, scores, torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64),
@@ -227,6 +244,18 @@ def _lookup_large_scores(fn):
     values = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     _lookup(fn, torch.tensor([2.0, 1.0]), keys, values, 10.0, "scores 60, 30 and 60 with beta=10 (600 after scaling)",
             "exp(6000) overflows to inf: use a stable softargmax (yours, or torch.softmax)")
+
+
+def _lookup_beta_outside(fn):
+    query = torch.tensor([0.001], dtype=torch.float16)
+    keys = torch.tensor([[1000.0], [500.0]], dtype=torch.float16)
+    values = torch.tensor([[1.0], [2.0]], dtype=torch.float16)
+    case = "float16 query [0.001], keys [[1000], [500]], beta=100: scores 1 and 0.5, beta * scores 100 and 50"
+    hint = ("multiply the scores by beta, not the keys or the query: beta * keys is 100,000 here, beyond "
+            "float16's largest number (65504), while beta * scores is 100")
+    got = call(fn, case, hint, query=query, keys=keys, values=values, beta=100.0)
+    scores = keys.double() @ query.double()
+    expect_close(got, (torch.softmax(100.0 * scores, -1) @ values.double()).to(torch.float16), case, hint)
 
 
 def _lookup_float64(fn):
@@ -275,6 +304,16 @@ def _self_attention_large(fn):
                "exp(1000) overflows to inf: use a stable softargmax (yours, or torch.softmax)")
 
 
+def _self_attention_beta_outside(fn):
+    X = torch.tensor([[0.01], [0.02]], dtype=torch.float16)
+    case = "float16 X = [[0.01], [0.02]], beta=1e7: scores 1e-4 to 4e-4, beta * scores 1,000 to 4,000"
+    hint = ("multiply the scores X X^T by beta, not X: beta * X is 100,000 here, beyond float16's largest "
+            "number (65504), while beta * scores stays below 4,100")
+    got = call(fn, case, hint, X=X, beta=1e7)
+    expected = torch.softmax(1e7 * (X.double() @ X.double().T), -1) @ X.double()
+    expect_close(got, expected.to(torch.float16), case, hint)
+
+
 def _self_attention_float64(fn):
     _attention(fn, _X.double(), 1.0, "float64 X of shape (5, 3)", "keep X's dtype and compute in it")
 
@@ -283,23 +322,25 @@ EXERCISES = (
     Exercise("ch01-softargmax", "soft argmax with inverse temperature", "softargmax",
              (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
               _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_half_precision,
-              _softargmax_half_small_differences, _softargmax_gradients, _softargmax_float64), softargmax,
+              _softargmax_half_small_differences, _softargmax_huge_beta, _softargmax_gradients,
+              _softargmax_float64), softargmax,
              forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin"),
              allows=Allows(lambda randn: {"scores": randn(5), "beta": 2.0}, batched=("scores",), half=True,
                     large={"scores": 50.0})),
     Exercise("ch01-hardargmax", "hard argmax (one-hot)", "hardargmax",
              (_hardargmax_small, _hardargmax_rows, _hardargmax_3d, _hardargmax_ties, _hardargmax_many_ties,
-              _hardargmax_near_ties, _hardargmax_float64),
+              _hardargmax_near_ties, _hardargmax_infinite, _hardargmax_float64),
              hardargmax,
              allows=Allows(lambda randn: {"scores": randn(5)}, batched=("scores",), half=True)),
     Exercise("ch01-soft-lookup", "a soft key-value lookup", "soft_lookup",
-             (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_float64), soft_lookup,
+             (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_beta_outside,
+              _lookup_float64), soft_lookup,
              allows=Allows(lambda randn: {"query": randn(4), "keys": randn(6, 4), "values": randn(6, 3), "beta": 2.0},
                            half=True)),
     Exercise("ch01-self-attention", "parameter-free self-attention", "self_attention",
              (_self_attention_small, _self_attention_beta, _self_attention_general,
               _self_attention_weights_sum_to_one, _self_attention_rows_of_different_scale, _self_attention_large,
-              _self_attention_float64), self_attention,
+              _self_attention_beta_outside, _self_attention_float64), self_attention,
              allows=Allows(lambda randn: {"X": randn(5, 4), "beta": 1.5}, half=True, large={"X": 8.0})),
 )
 

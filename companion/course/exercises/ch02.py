@@ -412,6 +412,14 @@ def _masked_low_scores(fn):
             "scores, and masking after the softmax loses the allowed weights to underflow")
 
 
+def _masked_rows_of_different_scale(fn):
+    Q, K, V = torch.tensor([[100.0], [-100.0]]), torch.tensor([[1.0], [2.0]]), torch.tensor([[1.0], [0.0]])
+    _masked(fn, Q, K, V, torch.ones(2, 2, dtype=torch.bool), "queries [100] and [-100], keys [1] and [2]: "
+            "scores [100, 200] in row 0 and [-100, -200] in row 1",
+            "normalise each query's row by its own maximum (a softmax over dim=-1 does): the maximum of the "
+            "whole matrix, 200, leaves exp(-300) = 0 for every key of row 1")
+
+
 def _masked_full_row(fn):
     randn = draws(23)
     Q, K, V = randn(1, 3, 2), randn(1, 4, 2), randn(1, 4, 3)
@@ -485,8 +493,8 @@ EXERCISES = (
              allows=Allows(lambda randn: {"f": _Named(_cumsum, "a running sum over the tokens"), "X": randn(5, 3),
                                           "perm": torch.tensor([3, 0, 4, 1, 2])}, half=True)),
     Exercise("ch02-cross-attention", "cross-attention with t_q != t_k, d_k != d_v", "cross_attention",
-             (_cross_small, _cross_widths, _cross_same_length, _cross_one_query, _cross_batched,
-              _cross_batch_of_one, _cross_float64_gradients), cross_attention,
+             (_cross_small, _cross_widths, _cross_same_length, _cross_one_query, _cross_batched, _cross_batch_of_one,
+              _cross_float64_gradients), cross_attention,
              allows=Allows(lambda randn: {"Y": randn(3, 4), "X": randn(5, 6), "W_q": randn(4, 2), "W_k": randn(6, 2),
                                    "W_v": randn(6, 3)},
                     batched=("Y", "X"), half=True, large={"Y": 20.0})),
@@ -496,7 +504,8 @@ EXERCISES = (
              lengths_to_mask),
     Exercise("ch02-masked-attention", "masked attention, fully masked rows included", "masked_attention",
              (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_low_scores,
-              _masked_full_row, _masked_single_key_row, _masked_gradients, _masked_float64, _masked_far_below),
+              _masked_rows_of_different_scale, _masked_full_row, _masked_single_key_row, _masked_gradients,
+              _masked_float64, _masked_far_below),
              masked_attention,
              forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
              allows=Allows(lambda randn: {"Q": randn(3, 4), "K": randn(5, 4), "V": randn(5, 2),

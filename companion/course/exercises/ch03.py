@@ -100,6 +100,16 @@ def _var_large_mean_half(fn):
     expect_close(call(fn, case, hint, q=q, k=k), expected, case, hint)
 
 
+def _var_many_half(fn):
+    q = (1000.0 + 0.5 * (torch.arange(100) % 3)).to(torch.float16)[:, None]  # 1000, 1000.5, 1001, 1000, ...
+    k = torch.ones(100, 1, dtype=torch.float16)
+    case = "100 float16 dot products 1000, 1000.5, 1001, 1000, ... (their sum, 100,050, is beyond float16)"
+    hint = ("a float16 sum of 100 numbers near 1,000 overflows (float16's largest number is 65504): take the "
+            "mean with torch.mean or torch.var, which accumulate in float32, or divide before adding")
+    got = call(fn, case, hint, q=q, k=k)
+    expect_close(got, (q.double() * k.double()).sum(-1).var().to(torch.float16), case, hint)
+
+
 def _var_float64(fn):
     randn = draws(31)
     q, k = randn(20, 5).double(), randn(20, 5).double()
@@ -247,6 +257,14 @@ def _entropy_batched(fn):
              "the rows are along the last dimension whatever the number of dimensions: the result is (2, 3)")
 
 
+def _entropy_not_contiguous(fn):
+    randn = draws(41)
+    A = torch.softmax(randn(2, 4, 3), dim=1).transpose(1, 2)  # rows along the last axis, not contiguous
+    _entropy(fn, A, -(A * A.log()).sum(-1), "weights (2, 3, 4) made by a transpose (not contiguous in memory)",
+             "view needs contiguous memory: use reshape, or work on the last dimension directly (sum(dim=-1)) "
+             "without flattening")
+
+
 def _entropy_float64(fn):
     A = torch.tensor([[0.1, 0.2, 0.7]], dtype=torch.float64)
     expected = torch.tensor([-(0.1 * math.log(0.1) + 0.2 * math.log(0.2) + 0.7 * math.log(0.7))], dtype=torch.float64)
@@ -267,7 +285,7 @@ def _entropy_zeros_half_and_double(fn):
 EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
              (_var_by_hand, _var_many, _var_unbiased, _var_large_mean, _var_large_mean_float64, _var_large_mean_half,
-              _var_float64), dot_variance,
+              _var_many_half, _var_float64), dot_variance,
              allows=Allows(lambda randn: {"q": randn(6, 5), "k": randn(6, 5)}, half=True)),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
              (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients,
@@ -275,7 +293,7 @@ EXERCISES = (
              allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
-              _entropy_float64, _entropy_zeros_half_and_double), row_entropy,
+              _entropy_not_contiguous, _entropy_float64, _entropy_zeros_half_and_double), row_entropy,
              allows=Allows(lambda randn: {"A": torch.softmax(randn(6), -1)}, batched=("A",), half=True)),
     Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
              (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale,

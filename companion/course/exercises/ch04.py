@@ -99,6 +99,12 @@ def _split_many_heads(fn):
            "take batch, t and d_model from x.shape (no fixed sizes); d_k = d_model // num_heads")
 
 
+def _split_empty(fn):
+    _split(fn, torch.zeros(2, 0, 4), 2, "an empty sequence (t = 0), d_model = 4, 2 heads: (2, 2, 0, 2)",
+           "with t = 0 a reshape's -1 cannot be inferred (0 elements fit any size): give every size, "
+           "d_k = d_model // num_heads included")
+
+
 def _split_float64_gradients(fn):
     randn = draws(44)
     case = "a float64 x that requires gradients, (3, 4, 10), 2 heads"
@@ -143,6 +149,12 @@ def _merge_one_token(fn):
     randn = draws(47)
     _merge(fn, randn(1, 3, 1, 2), "batch 1, 3 heads, one token (t = 1), d_k = 2",
            "take the sizes from x.shape; keep the batch axis even when it is 1 (no squeeze())")
+
+
+def _merge_empty(fn):
+    _merge(fn, torch.zeros(2, 2, 0, 3), "an empty sequence (t = 0), 2 heads of d_k = 3: (2, 0, 6)",
+           "with t = 0 a reshape's -1 cannot be inferred (0 elements fit any size): give every size, "
+           "num_heads * d_k included")
 
 
 def _merge_float64_gradients(fn):
@@ -278,6 +290,14 @@ def _ablate_unchanged(fn):
         raise Mismatch(f"{case}: you returned Z itself. Hint: return a new tensor")
 
 
+def _ablate_not_contiguous(fn):
+    randn = draws(59)
+    Z = randn(3, 2, 4).transpose(0, 1)  # (2, 3, 4), not contiguous in memory
+    _ablate(fn, Z, 2, 0, "Z (2, 3, 4) made by a transpose (not contiguous), 2 heads, remove head 0",
+            "reshape copies a tensor that is not contiguous, so writing into its result does not reach your "
+            "copy: index the last axis of the copy itself (out[..., a:b] = 0) or use torch.where")
+
+
 def _ablate_float64_gradients(fn):
     randn = draws(58)
     Z = randn(2, 3, 6).double().requires_grad_(True)
@@ -297,10 +317,11 @@ def _ablate_non_finite(fn):
 
 EXERCISES = (
     Exercise("ch04-split-heads", "(batch, t, d_model) -> (batch, h, t, d_k)", "split_heads",
-             (_split_by_hand, _split_shapes, _split_one_head, _split_many_heads, _split_float64_gradients),
+             (_split_by_hand, _split_shapes, _split_one_head, _split_many_heads, _split_empty,
+              _split_float64_gradients),
              split_heads),
     Exercise("ch04-merge-heads", "(batch, h, t, d_k) -> (batch, t, h d_k)", "merge_heads",
-             (_merge_by_hand, _merge_shapes, _merge_inverse, _merge_one_token, _merge_float64_gradients),
+             (_merge_by_hand, _merge_shapes, _merge_inverse, _merge_one_token, _merge_empty, _merge_float64_gradients),
              merge_heads),
     Exercise("ch04-multi-head", "multi-head attention from per-head weights", "multi_head_attention",
              (_mha_by_hand, _mha_cross, _mha_w_o, _mha_head_order, _mha_batch_of_one, _mha_float64_gradients),
@@ -311,8 +332,8 @@ EXERCISES = (
                                               W_o=0.4 * randn(4, 6)),
                            half=True, large={"X_q": 40.0})),
     Exercise("ch04-ablate-head", "remove one head before W_o", "ablate_head",
-             (_ablate_by_hand, _ablate_width, _ablate_first, _ablate_2d, _ablate_unchanged, _ablate_float64_gradients,
-              _ablate_non_finite),
+             (_ablate_by_hand, _ablate_width, _ablate_first, _ablate_2d, _ablate_unchanged, _ablate_not_contiguous,
+              _ablate_float64_gradients, _ablate_non_finite),
              ablate_head,
              allows=Allows(lambda randn: {"Z": randn(3, 8), "num_heads": 4, "head": 2}, batched=("Z",), half=True)),
 )

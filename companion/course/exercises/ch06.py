@@ -434,6 +434,14 @@ def _ffn_one(fn):
          "the hidden width comes from W1.shape[0] (d_ff) and the output width from W2.shape[0] (d_model)")
 
 
+def _ffn_not_contiguous(fn):
+    inputs = _ffn_inputs(72, 3, 2, 4, 5)
+    inputs["x"] = inputs["x"].transpose(0, 1)  # (2, 3, 4) made by a transpose: not contiguous in memory
+    _ffn(fn, inputs, "x (2, 3, 4) made by a transpose (not contiguous in memory), d_ff = 5",
+         "view needs contiguous memory: transpose x to (batch, d_model, t) for conv1d (it accepts any strides), "
+         "or use reshape rather than view")
+
+
 def _ffn_float64_gradients(fn):
     inputs = _ffn_inputs(72, 2, 3, 4, 5, dtype=torch.float64)
     for name in inputs:
@@ -453,7 +461,7 @@ EXERCISES = (
              allows=Allows(lambda randn: {"s": randn(2, 3), "H": randn(2, 5, 4), "mask": _MASK25, "W_q": randn(6, 3),
                                           "W_k": randn(6, 4), "v": randn(6)}, half=True)),
     Exercise("ch06-conv", "the feed-forward network as a 1-D convolution", "conv_feed_forward",
-             (_ffn_by_hand, _ffn_shapes, _ffn_square, _ffn_one, _ffn_float64_gradients),
+             (_ffn_by_hand, _ffn_shapes, _ffn_square, _ffn_one, _ffn_not_contiguous, _ffn_float64_gradients),
              conv_feed_forward,
              forbidden=("@", "linear", "Linear", "matmul", "mm", "bmm", "mv", "einsum", "tensordot", "inner"),
              allows=Allows(lambda randn: dict(x=randn(2, 3, 4), W1=0.5 * randn(5, 4), b1=randn(5), W2=0.5 * randn(4, 5),
@@ -462,8 +470,8 @@ EXERCISES = (
              (_mask_by_hand, _mask_one, _mask_longer, _mask_new_queries, _mask_one_new_query),
              decoder_mask, forbidden=("causal_mask", "generate_square_subsequent_mask")),
     Exercise("ch06-greedy", "greedy decoding", "greedy",
-             (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids,
-              _greedy_bos_is_eos, _greedy_ties, _greedy_max_len_zero, _greedy_pad_as_a_token),
+             (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids, _greedy_bos_is_eos,
+              _greedy_ties, _greedy_max_len_zero, _greedy_pad_as_a_token),
              greedy, forbidden=("greedy_decode",)),
 )
 

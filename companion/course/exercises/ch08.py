@@ -132,6 +132,15 @@ def _bits_rows_apart(fn):
           "tensor leaves the other rows' exponentials at exp(-200) = 0")
 
 
+def _bits_very_confident(fn):
+    logits = torch.zeros(1, 2, 2)
+    logits[0, 0, 0] = 1000.0  # p(character 1) = exp(-1000): 0 even in float64
+    _bits(fn, logits, torch.tensor([[0, 1]]), "logits 1000 apart and the unlikely character next: 1442.7 bits "
+          "(1000 / ln 2) at the first position",
+          "a probability of exp(-1000) is 0 in float32 and in float64, and log2(0) = -inf: take logarithms of "
+          "the softmax in one step, with torch.log_softmax (or F.cross_entropy), divided by ln 2")
+
+
 def _bits_float64_gradients(fn):
     randn = draws(82)
     logits = randn(1, 2, 3).double().requires_grad_()
@@ -231,7 +240,14 @@ def _probs_dropped_stay_dropped(fn):
             "than the kept logits, and -1e4 / T is no longer small at a large T")
     _probs(fn, torch.tensor([[-20000.0, -30000.0, -25000.0]]), 1.0, 1, "top_k = 1 with logits far below -10,000", hint)
     _probs(fn, torch.tensor([[0.0, 1.0, 2.0]]), 1e4, 1, "top_k = 1 at T = 10,000", hint)
+    _probs(fn, torch.tensor([[1.0, 2.0, 3.0]]), 1e10, 1, "top_k = 1 at T = 1e10 (-1e9 / T is -0.1)", hint)
 
+
+
+def _probs_tiny_temperature(fn):
+    _probs(fn, torch.tensor([[1.0, 1.0, 0.0]]), 1e-7, None, "T = 1e-7 (not 0) on logits [1, 1, 0]: [0.5, 0.5, 0]",
+           "only T == 0 is the argmax: a tiny positive T is still softmax(logits / T), which splits the "
+           "probability between tied maxima (subtract the row's maximum first, then divide by T)")
 
 
 def _probs_confident(fn):
@@ -347,13 +363,14 @@ def _step_trained_cache(fn):
 
 EXERCISES = (
     Exercise("ch08-bpc", "bits per character", "bits_per_char",
-             (_bits_uniform, _bits_by_hand, _bits_random, _bits_confident, _bits_rows_apart,
+             (_bits_uniform, _bits_by_hand, _bits_random, _bits_confident, _bits_rows_apart, _bits_very_confident,
               _bits_float64_gradients),
              bits_per_char, forbidden=("evaluate_bits_per_char",),
              allows=Allows(lambda randn: {"logits": randn(2, 4, 5), "ids": _IDS}, half=True)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",
              (_probs_temperatures, _probs_greedy, _probs_top_k, _probs_tie_at_k, _probs_no_top_k, _probs_confident,
-              _probs_half_precision, _probs_small_temperature_half, _probs_dropped_stay_dropped),
+              _probs_half_precision, _probs_small_temperature_half, _probs_dropped_stay_dropped,
+              _probs_tiny_temperature),
              temperature_probs, forbidden=("next_token_probs", "sample_next_token", "softargmax", "hardargmax")),
     Exercise("ch08-cache", "one step of the key-value cache", "attend_with_cache",
              (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients, _step_trained_cache),

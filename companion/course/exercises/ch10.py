@@ -344,6 +344,10 @@ def _tiled_very_negative(fn):
     _tiled(fn, Q, K, randn(4, 2).double(), 2, "float64 scores all -20,000: query 0 must see key 0 only",
            "mask the future with -inf, not with a finite number: -1e4 is above these scores, so the future "
            "would get the weight")
+    Q, K = torch.tensor([[1e5], [1.0]]), torch.tensor([[-1e5], [1.0]])
+    _tiled(fn, Q, K, torch.tensor([[1.0], [0.0]]), 2, "float32, query 0's only visible score -1e10: its output "
+           "is key 0's value, 1", "mask the future with -inf: any finite fill (-1e4, -1e9) can be above a "
+           "visible score")
 
 
 def _tiled_float64_gradients(fn):
