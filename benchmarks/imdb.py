@@ -52,6 +52,8 @@ ABLATIONS: dict[str, dict] = {
     "narrower: d_model 32, 2 heads": {"d_model": 32, "num_heads": 2},
     "deeper: 2 layers": {"num_layers": 2},
     "constant learning rate 1e-3, no warm-up": {"lr": 1e-3, "schedule": "constant", "warmup": 0.0},
+    "more dropout: 0.3 (not 0.2)": {"dropout": 0.3},
+    "a word-pair table of 400,000 (not 200,000)": {"bigrams": 400_000},
     "unchanged, training seed 1": {"seed": 1},
     "unchanged, training seed 2": {"seed": 2},
 }
