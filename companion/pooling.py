@@ -24,7 +24,9 @@ def masked_mean(x: torch.Tensor, keep: torch.Tensor, *, name: str = "keep") -> t
         name: what the errors call ``keep`` (the caller's name for it, e.g. ``attention_mask``).
 
     Returns:
-        ``(batch, d)``, in ``x``'s dtype: ``sum_j keep[b, j] x[b, j] / sum_j keep[b, j]``.
+        ``(batch, d)``, in ``x``'s dtype: ``sum_j keep[b, j] x[b, j] / sum_j keep[b, j]``. Padding
+        never enters the sum (an infinite or NaN vector there changes nothing), and half-precision
+        inputs are summed in float32, so that a long sum of moderate values does not overflow.
 
     Raises:
         ValueError: ``keep`` is a float tensor, has another shape than ``x.shape[:2]``, or a row of
@@ -34,9 +36,11 @@ def masked_mean(x: torch.Tensor, keep: torch.Tensor, *, name: str = "keep") -> t
     if not isinstance(keep, torch.Tensor) or keep.is_floating_point() or keep.shape != x.shape[:2]:
         raise ValueError(f"{name} must be a bool or int tensor (batch, t) = {tuple(x.shape[:2])} matching x, "
                          f"1 at real positions and 0 at padding; got {describe(keep)}")
-    weights = keep.unsqueeze(-1).to(x.dtype)  # (batch, t, 1): 1 at real positions
-    counts = weights.sum(dim=1)  # (batch, 1)
+    real = keep.bool().unsqueeze(-1)  # (batch, t, 1): true at real positions
+    counts = real.sum(dim=1)  # (batch, 1)
     if not bool((counts > 0).all()):
         raise ValueError(f"a row of {name} is all 0 (false): the mean over no position is undefined; every "
                          "sequence needs at least one real position")
-    return (x * weights).sum(dim=1) / counts  # (batch, d)
+    total_dtype = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    total = torch.where(real, x, 0).sum(dim=1, dtype=total_dtype)  # (batch, d): padding selected out
+    return (total / counts).to(x.dtype)  # (batch, d)

@@ -24,6 +24,22 @@ def test_padding_values_never_matter_and_gradients_skip_them():
     assert bool((x.grad[~keep] == 0).all()) and bool((x.grad[keep] != 0).all())
 
 
+def test_infinite_or_nan_padding_never_enters_the_mean():
+    x = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [float("inf"), float("nan")]]])
+    keep = torch.tensor([[1, 1, 0]])
+    assert torch.equal(masked_mean(x, keep), torch.tensor([[2.0, 3.0]]))
+
+
+def test_a_long_half_precision_mean_does_not_overflow():
+    # 256 tokens near 300 to 400: their float16 sum (about 90,000) is past float16's 65,504
+    x = torch.linspace(300, 400, 256, dtype=torch.float64).reshape(1, 256, 1).repeat(1, 1, 2)
+    keep = torch.ones(1, 256, dtype=torch.bool)
+    for dtype in (torch.float16, torch.bfloat16):
+        got = masked_mean(x.to(dtype), keep)
+        assert got.dtype == dtype and bool(torch.isfinite(got).all())
+        assert torch.allclose(got.double(), x.mean(dim=1), rtol=1e-2)
+
+
 def test_mean_pool_and_the_classifier_use_it():
     hidden, mask = torch.randn(2, 4, 3), torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
     assert torch.equal(mean_pool(hidden, mask), masked_mean(hidden, mask))
