@@ -10,8 +10,10 @@ land on the target key. Three ways to scale:
   same scores as ``"sqrt"`` at initialisation (some models fold the scale into the
   initialisation instead of applying it).
 
-The weights start with independent components of variance ``1 / d_model``, so queries and
-keys have unit-variance components at initialisation: the assumption of chapter 3's theorem.
+The weights start with independent components of variance ``1 / d_model``, so projected keys
+have unit-variance components at initialisation and projected queries ``1 + noise**2`` (1.25 at
+:func:`companion.retrieval_batch`'s default noise of 0.5): close to the assumption of chapter 3's
+theorem.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class Retriever(nn.Module):
         self.W_q = nn.Linear(d_model, d_k, bias=False)
         self.W_k = nn.Linear(d_model, d_k, bias=False)
         with torch.no_grad():
-            for linear in (self.W_q, self.W_k):  # unit-variance projected components
+            for linear in (self.W_q, self.W_k):  # unit-variance inputs give unit-variance projections
                 linear.weight.normal_(0.0, 1.0 / math.sqrt(d_model))
             if scaling == "folded":
                 self.W_q.weight /= math.sqrt(d_k)
