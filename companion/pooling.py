@@ -36,6 +36,9 @@ def masked_mean(x: torch.Tensor, keep: torch.Tensor, *, name: str = "keep") -> t
     if not isinstance(keep, torch.Tensor) or keep.is_floating_point() or keep.shape != x.shape[:2]:
         raise ValueError(f"{name} must be a bool or int tensor (batch, t) = {tuple(x.shape[:2])} matching x, "
                          f"1 at real positions and 0 at padding; got {describe(keep)}")
+    if keep.dtype != torch.bool and not bool(((keep == 0) | (keep == 1)).all()):
+        raise ValueError(f"{name} must hold only 0 (padding) and 1 (real positions); got the values "
+                         f"{sorted(set(keep.unique().tolist()))[:8]}")
     real = keep.bool().unsqueeze(-1)  # (batch, t, 1): true at real positions
     counts = real.sum(dim=1)  # (batch, 1)
     if not bool((counts > 0).all()):

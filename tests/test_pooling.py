@@ -53,6 +53,7 @@ def test_mean_pool_and_the_classifier_use_it():
     (torch.ones(2, 4), ValueError, r"keep must be a bool or int tensor \(batch, t\) = \(2, 3\) matching x"),
     (torch.ones(2, 4, dtype=torch.bool), ValueError, r"\(batch, t\) = \(2, 3\)"),
     (torch.tensor([[1, 1, 0], [0, 0, 0]]), ValueError, r"a row of keep is all 0 \(false\)"),
+    (torch.tensor([[1, 2, 0], [1, 1, 1]]), ValueError, r"keep must hold only 0 \(padding\) and 1.*\[0, 1, 2\]"),
 ])
 def test_misuse_is_explained(keep, error, message):
     with pytest.raises(error, match=message):
