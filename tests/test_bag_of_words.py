@@ -1,6 +1,7 @@
 """Chapter 7's TF-IDF + logistic regression baseline."""
 
 import pytest
+import torch
 
 from companion.models.bag_of_words import train_tfidf, words_and_pairs
 
@@ -27,6 +28,23 @@ def test_it_learns_from_pairs_and_chooses_C_on_validation():
     assert baseline.accuracy(*val) == 1.0 and baseline.seconds > 0
     assert "not good" in baseline.vectorizer.vocabulary_ and "acting" not in baseline.vectorizer.vocabulary_
     assert baseline.num_features == len(baseline.vectorizer.vocabulary_)
+
+
+def test_predict_gives_one_label_per_review_and_agrees_with_accuracy():
+    train, val = reviews()
+    baseline = train_tfidf(train, val, Cs=(10.0,))
+    texts = [["not", "good", "acting"], ["good", "acting"], ["not", "good", "story"]]
+    predicted = baseline.predict(texts)
+    assert predicted.dtype == torch.long and predicted.shape == (3,)
+    assert predicted.tolist() == [0, 1, 0]
+    labels = [0, 0, 0]
+    assert baseline.accuracy(texts, labels) == (predicted == torch.tensor(labels)).double().mean().item() == 2 / 3
+
+
+def test_predict_refuses_untokenised_reviews():
+    baseline = train_tfidf(*reviews(), Cs=(10.0,))
+    with pytest.raises(TypeError, match="tokenised reviews"):
+        baseline.predict(["not good acting"])
 
 
 @pytest.mark.parametrize("Cs", [(), (0.0,), (1.0, -2.0), (True,)])

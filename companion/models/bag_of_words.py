@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 __all__ = ["words_and_pairs", "TfidfBaseline", "train_tfidf"]
 
 
@@ -34,6 +36,13 @@ class TfidfBaseline:
     @property
     def num_features(self) -> int:
         return len(self.vectorizer.vocabulary_)
+
+    def predict(self, texts: Sequence[Sequence[str]]) -> torch.Tensor:
+        """The label chosen for each tokenised review in ``texts``: shape ``(len(texts),)``, int64."""
+        if isinstance(texts, str) or any(isinstance(text, str) for text in texts):
+            raise TypeError("predict takes tokenised reviews (lists of words, as split_imdb returns them), "
+                            "not strings: tokenize them first")
+        return torch.as_tensor(self.model.predict(self.vectorizer.transform(texts)), dtype=torch.long)
 
     def accuracy(self, texts: Sequence[Sequence[str]], labels: Sequence[int]) -> float:
         """Fraction of tokenised ``texts`` classified as ``labels``."""
