@@ -44,9 +44,11 @@ CONFIGS: dict[str, dict] = {
     # Keras' "Text classification with Transformer" example: 20k words, 200 tokens (its comment
     # says the first 200; pad_sequences keeps the last),
     # embedding 32, 2 heads, feed-forward 32, global average pooling, batch 32, Adam at 1e-3,
-    # 2 epochs, no clipping. What differs: its head has a hidden layer of 20 units; its average
-    # includes the padding (ours masks it); pad_sequences cuts a long review from the start, so it
-    # reads the *last* 200 tokens, as we do here; it validates on the test set (we never do).
+    # 2 epochs, no clipping. What differs: its two heads are 32 wide each (MultiHeadAttention with
+    # key_dim=embed_dim), ours split d_model = 32 into two of 16; its head has a hidden layer of 20
+    # units; its average includes the padding (ours masks it); pad_sequences cuts a long review
+    # from the start, so it reads the *last* 200 tokens, as we do here; it validates on the test
+    # set (we never do): its printed val_accuracy after 2 epochs, 0.8745, is a test accuracy.
     "keras": dict(vocab=20_000, d_model=32, num_heads=2, d_ff=32, num_layers=1, pooling="mean",
                   positional="learned", dropout=0.1, norm_first=False, max_len=200, truncate="tail",
                   batch_size=32, lr=1e-3, weight_decay=0.0, epochs=2, schedule="constant", warmup=0.0,

@@ -285,7 +285,8 @@ def _ablate_unchanged(fn):
     randn = draws(57)
     Z = randn(1, 4, 6)
     case = "Z must stay as it was (the layer's other heads read it)"
-    got = _ablate(fn, Z, 2, 0, case, "return a new tensor (Z.clone() first, or Z * mask); do not zero Z itself")
+    got = _ablate(fn, Z, 2, 0, case, "return a new tensor (Z.clone(), then zero the block of the clone; or "
+                                     "torch.where); do not zero Z itself")
     if got is Z:
         raise Mismatch(f"{case}: you returned Z itself. Hint: return a new tensor")
 
@@ -302,8 +303,8 @@ def _ablate_float64_gradients(fn):
     randn = draws(58)
     Z = randn(2, 3, 6).double().requires_grad_(True)
     case = "a float64 Z that requires gradients, 3 heads, remove head 1"
-    hint = ("keep the input's dtype and stay in PyTorch operations (Z * mask, or Z.clone() then zero the block "
-            "of the clone): the other heads still learn through the ablated model")
+    hint = ("keep the input's dtype and stay in PyTorch operations (Z.clone() then zero the block of the clone, "
+            "or torch.where): the other heads still learn through the ablated model")
     expect_gradient(_ablate(fn, Z, 3, 1, case, hint), case, hint)
 
 
