@@ -9,7 +9,7 @@
 #   make bench     companion vs PyTorch speed, fused AdamW; make bench-imdb: the IMDB models (chapter 7);
 #                 make bench-lm: chapter 8's n-grams (add-k, Kneser-Ney) against its Transformer (two seeds,
 #                 about 20 min on 2 cores; the longer run and the plateau: see benchmarks/char_lm.py);
-#                 make bench-ablation: its ablation table (about 85 min on 2 cores); make bench-seq2seq:
+#                 make bench-ablation: its ablation table (about 97 min on 2 cores); make bench-seq2seq:
 #                 chapter 6's post-norm study and longer-trained GRUs (about 11 min); make bench-modern:
 #                 chapter 10's 2017 block against the modern block (two seeds each, about 20 min)
 # Set-up makes .venv (Python >= 3.11) with pinned versions (constraints.txt, torch's own

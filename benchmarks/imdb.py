@@ -4,7 +4,7 @@
     python benchmarks/imdb.py --configs course --quick           # a fast smoke run
     python benchmarks/imdb.py --configs course --set max_len=256 # one ablation row: the course model, changed
     python benchmarks/imdb.py --configs course --set seed=1      # the course model, another training seed
-    python benchmarks/imdb.py --ablation                         # every row of ABLATIONS (about 85 min on 2 cores)
+    python benchmarks/imdb.py --ablation                         # every row of ABLATIONS (about 97 min on 2 cores)
     python benchmarks/imdb.py --ablation --only "deeper: 2 layers"  # one row again; the others are kept
     python benchmarks/imdb.py --configs tfidf --keep             # one row of the main table again
 
