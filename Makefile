@@ -10,7 +10,7 @@
 #                 make bench-lm: chapter 8's n-grams (add-k, Kneser-Ney) against its Transformer (two seeds,
 #                 about 20 min on 2 cores; the longer run and the plateau: see benchmarks/char_lm.py);
 #                 make bench-ablation: its ablation table (about 97 min on 2 cores); make bench-seq2seq:
-#                 chapter 6's post-norm study and longer-trained GRUs (about 11 min); make bench-modern:
+#                 chapter 6's post-norm study, longer-trained GRUs and its three models from two more seeds (about 18 min); make bench-modern:
 #                 chapter 10's 2017 block against the modern block (two seeds each, about 20 min)
 # Set-up makes .venv (Python >= 3.11) with pinned versions (constraints.txt, torch's own
 # dependencies included) and torch==2.13.0, the CPU build of the course machines. For another

@@ -1,8 +1,9 @@
 """Chapter 6's longer experiments, too slow for the chapter's 10-minute budget; it reads their results.
 
-    python benchmarks/seq2seq.py            (make bench-seq2seq: both parts, about 11 min on 2 cores)
+    python benchmarks/seq2seq.py            (make bench-seq2seq: all three parts, about 18 min on 2 cores)
     python benchmarks/seq2seq.py --norm     # post-norm against pre-norm only
     python benchmarks/seq2seq.py --gru      # the GRU without attention, trained 2 and 4 times as long
+    python benchmarks/seq2seq.py --seeds    # the chapter's three models from seeds 1 and 2
     python benchmarks/seq2seq.py --quick    # a smoke run (a few steps; stores nothing)
 
 "norm": the chapter's Transformer (companion.models.seq2seq.reversal_transformer) trained with
@@ -17,6 +18,10 @@ takes 2 to 3 times as long as one without (chapter 6's table; the ratio varies f
 a shared CPU), so 8,000 steps give the model without attention at least the attention model's
 training time. It tells whether that model's fall with the source length is its bottleneck or
 too little training.
+
+"seeds": the chapter's three models (the GRU without and with attention, the Transformer), each
+trained exactly as the chapter trains it (steps, peak learning rate, warm-up) but from seeds 1 and
+2 (the initial weights and the batches); the chapter trains seed 0 itself and reports all three.
 
 Results go to companion/models/seq2seq_results.json (chapter 6 reads them with
 companion.models.seq2seq.load_seq2seq_results).
@@ -41,6 +46,13 @@ SETTINGS = {  # name -> how the two orders are trained
 }
 SEEDS = (0, 1)
 GRU_STEPS = (4000, 8000)  # 2 and 4 times the chapter's 2,000 steps
+# the chapter's three models, and how it trains each: (constructor, steps, peak learning rate)
+THREE = {
+    "GRU, no attention": (lambda: reversal_gru(VOCAB, attention=False), 2000, 3e-3),
+    "GRU + attention": (lambda: reversal_gru(VOCAB, attention=True), 2000, 3e-3),
+    "Transformer": (lambda: reversal_transformer(VOCAB), 1500, 1e-3),
+}
+MORE_SEEDS = (1, 2)  # the chapter trains seed 0
 
 
 def about() -> dict:
@@ -69,6 +81,15 @@ def norm_orders(splits, quick: bool) -> dict:
     return out
 
 
+def scores(model, splits) -> dict:
+    """Exact match on the test and the longer sources, and by source length (as chapter 6's score)."""
+    ok = {name: exact_match(model, splits[name]) for name in ("test", "longer")}
+    lengths = torch.cat([splits["test"].lengths, splits["longer"].lengths])
+    hits = torch.cat([ok["test"], ok["longer"]]).float()
+    return dict(test=ok["test"].float().mean().item(), longer=ok["longer"].float().mean().item(),
+                by_length={int(n): hits[lengths == n].mean().item() for n in lengths.unique()})
+
+
 def gru_longer(splits, quick: bool) -> dict:
     runs = []
     for steps in (5,) if quick else GRU_STEPS:
@@ -77,15 +98,28 @@ def gru_longer(splits, quick: bool) -> dict:
         start = time.perf_counter()
         train_seq2seq(model, splits["train"], steps, lr=3e-3, progress=True, desc="GRU, no attention")
         seconds = time.perf_counter() - start
-        ok = {name: exact_match(model, splits[name]) for name in ("test", "longer")}
-        lengths = torch.cat([splits["test"].lengths, splits["longer"].lengths])
-        hits = torch.cat([ok["test"], ok["longer"]]).float()
-        by_length = {int(n): hits[lengths == n].mean().item() for n in lengths.unique()}
-        print(f"GRU, no attention, {steps:,} steps: {ok['test'].float().mean():.1%} on test, "
-              f"{ok['longer'].float().mean():.1%} on longer ({seconds:.0f} s)")
-        runs.append(dict(steps=steps, lr=3e-3, seed=0, params=sum(p.numel() for p in model.parameters()),
-                         test=ok["test"].float().mean().item(), longer=ok["longer"].float().mean().item(),
-                         by_length=by_length, seconds=round(seconds, 1)))
+        r = scores(model, splits)
+        print(f"GRU, no attention, {steps:,} steps: {r['test']:.1%} on test, {r['longer']:.1%} on longer "
+              f"({seconds:.0f} s)")
+        runs.append(dict(steps=steps, lr=3e-3, seed=0, params=sum(p.numel() for p in model.parameters()), **r,
+                         seconds=round(seconds, 1)))
+    return dict(runs=runs)
+
+
+def three_models(splits, quick: bool) -> dict:
+    runs = []
+    for seed in MORE_SEEDS:
+        for name, (build, steps, lr) in THREE.items():
+            torch.manual_seed(seed)  # the initial weights
+            model = build()
+            start = time.perf_counter()
+            train_seq2seq(model, splits["train"], 5 if quick else steps, lr=lr, seed=seed, progress=True,
+                          desc=f"{name}, seed {seed}")
+            seconds = time.perf_counter() - start
+            r = scores(model, splits)
+            print(f"{name}, seed {seed}: {r['test']:.1%} on test, {r['longer']:.1%} on longer ({seconds:.0f} s)")
+            runs.append(dict(model=name, seed=seed, steps=steps, lr=lr, **r, seconds=round(seconds, 1),
+                             params=sum(p.numel() for p in model.parameters())))
     return dict(runs=runs)
 
 
@@ -93,15 +127,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--norm", action="store_true", help="post-norm against pre-norm only")
     parser.add_argument("--gru", action="store_true", help="the longer-trained GRUs only")
+    parser.add_argument("--seeds", action="store_true", help="the chapter's three models from seeds 1 and 2 only")
     parser.add_argument("--quick", action="store_true", help="a few steps of each; stores nothing")
     args = parser.parse_args()
-    both = not (args.norm or args.gru)
+    all_parts = not (args.norm or args.gru or args.seeds)
     splits = reversal_splits()
     update = {}
-    if args.norm or both:
+    if args.norm or all_parts:
         update["norm"] = dict(about(), **norm_orders(splits, args.quick))
-    if args.gru or both:
+    if args.gru or all_parts:
         update["gru"] = dict(about(), **gru_longer(splits, args.quick))
+    if args.seeds or all_parts:
+        update["seeds"] = dict(about(), **three_models(splits, args.quick))
     if args.quick:
         print("quick run: nothing stored")
     else:

@@ -1,5 +1,7 @@
 """The chapter 7 model helpers: the validation carve, building, saving and loading."""
 
+import re
+
 import torch
 
 from companion import Vocab
@@ -88,6 +90,14 @@ def test_the_shipped_results_cover_every_config_and_ablation_row():
     grid = list(inspect.signature(train_tfidf).parameters["Cs"].default)
     tfidf = next(row for row in results["benchmark"]["rows"] if row["name"] == "tfidf")
     assert tfidf["config"]["Cs"] == grid, "the TF-IDF grid changed: re-run benchmarks/imdb.py --configs tfidf --keep"
+    # a label that says how many word pairs the table holds says what the run measured: the pair
+    # table is the parameters beyond the words-only row's, one row of d_model per pair plus row 0
+    words_only = next(r for r in results["ablation"]["rows"] if r["changes"] == {"bigrams": 0})
+    for row in results["ablation"]["rows"]:
+        named = re.match(r"all ([\d,]+) word pairs", row["label"])
+        if named:
+            pairs = (row["params"] - words_only["params"]) // row["config"]["d_model"] - 1
+            assert pairs == int(named.group(1).replace(",", "")), f"{row['label']!r}: the table holds {pairs:,} pairs"
     for row in results["ablation"]["rows"]:
         changes = {k: v for k, v in row["changes"].items() if k != "seed"}
         assert row["config"] == {**CONFIGS["course"], **changes}, f"{row['label']}: re-run make bench-ablation"

@@ -171,6 +171,29 @@ def test_the_stored_seq2seq_results_describe_the_chapters_models():
     for run in runs:
         assert 0 <= run["test"] <= 1 and set(run["by_length"]) == {str(n) for n in range(4, 25)}
         assert run["params"] == sum(p.numel() for p in reversal_gru(13, attention=False).parameters())
+    runs = results["seeds"]["runs"]
+    assert [(run["model"], run["seed"]) for run in runs] == [(name, seed) for seed in bench.MORE_SEEDS
+                                                             for name in bench.THREE]
+    for run in runs:
+        build, steps, lr = bench.THREE[run["model"]]
+        assert (run["steps"], run["lr"]) == (steps, lr)
+        assert run["params"] == sum(p.numel() for p in build().parameters())
+        assert 0 <= run["test"] <= 1 and set(run["by_length"]) == {str(n) for n in range(4, 25)}
+    # the chapter trains seed 0 of the same three models with the same steps and learning rates
+    import json
+    import re
+
+    cells = json.loads((Path(__file__).parents[1] / "chapters" / "06_encoder_decoder.ipynb").read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    rnn_steps = int(re.search(r"^RNN_STEPS = \d+ if QUICK else (\d+)", code, re.M).group(1))
+    tf_steps = int(re.search(r"^TF_STEPS = \d+ if QUICK else (\d+)", code, re.M).group(1))
+    assert rnn_steps == bench.THREE["GRU, no attention"][1] == bench.THREE["GRU + attention"][1]
+    assert tf_steps == bench.THREE["Transformer"][1]
+    assert re.search(r"train_seq2seq\(gru, S\[\"train\"\], RNN_STEPS, lr=3e-3", code)
+    assert re.search(r"train_seq2seq\(gru_att, S\[\"train\"\], RNN_STEPS, lr=3e-3", code)
+    assert re.search(r"train_seq2seq\(model, S\[\"train\"\], TF_STEPS, lr=1e-3", code)
+    assert bench.THREE["GRU, no attention"][2] == bench.THREE["GRU + attention"][2] == 3e-3
+    assert bench.THREE["Transformer"][2] == 1e-3
 
 
 def test_seq2seq_results_are_saved_by_section(tmp_path, monkeypatch):
@@ -182,5 +205,7 @@ def test_seq2seq_results_are_saved_by_section(tmp_path, monkeypatch):
     seq2seq.save_seq2seq_results({"gru": {"steps": 1}})
     seq2seq.save_seq2seq_results({"norm": {"recipe": {}}})
     assert seq2seq.load_seq2seq_results() == {"gru": {"steps": 1}, "norm": {"recipe": {}}}
-    with pytest.raises(ValueError, match="'norm' or 'gru'"):
+    seq2seq.save_seq2seq_results({"seeds": {"runs": []}})
+    assert seq2seq.load_seq2seq_results()["seeds"] == {"runs": []}
+    with pytest.raises(ValueError, match="'norm', 'gru' or 'seeds'"):
         seq2seq.save_seq2seq_results({"other": {}})

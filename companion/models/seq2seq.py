@@ -41,12 +41,15 @@ def reversal_gru(vocab_size: int, attention: bool) -> GRUSeq2Seq:
 
 
 def load_seq2seq_results() -> dict:
-    """What ``make bench-seq2seq`` measured (chapter 6 reads it): ``{"norm": ..., "gru": ...}``.
+    """What ``make bench-seq2seq`` measured (chapter 6 reads it): ``{"norm": ..., "gru": ..., "seeds": ...}``.
 
     ``"norm"``: post-norm against pre-norm, ``{"setting", "steps", "layers", "lr", "warmup", "runs"}``
     per setting (``"recipe"``, ``"deep"``), each run ``{"norm", "seed", "losses", "test", "seconds"}``.
     ``"gru"``: ``{"runs": [...]}``, the GRU without attention trained longer than the chapter does,
-    each run ``{"steps", "test", "longer", "by_length", "seconds"}``. Each section also
+    each run ``{"steps", "test", "longer", "by_length", "seconds"}``.
+    ``"seeds"``: ``{"runs": [...]}``, the chapter's three models trained as the chapter trains them
+    but from other seeds, each run ``{"model", "seed", "steps", "lr", "test", "longer",
+    "by_length", "seconds", "params"}``. Each section also
     says where it was measured (``torch``, ``threads``, ``date``).
 
     Raises:
@@ -58,10 +61,10 @@ def load_seq2seq_results() -> dict:
 
 
 def save_seq2seq_results(update: dict) -> None:
-    """Write sections of the results file (``"norm"``, ``"gru"``), keeping the others."""
-    unknown = set(update) - {"norm", "gru"}
+    """Write sections of the results file (``"norm"``, ``"gru"``, ``"seeds"``), keeping the others."""
+    unknown = set(update) - {"norm", "gru", "seeds"}
     if unknown:
-        raise ValueError(f"sections must be 'norm' or 'gru', got {sorted(unknown)}")
+        raise ValueError(f"sections must be 'norm', 'gru' or 'seeds', got {sorted(unknown)}")
     results = json.loads(SEQ2SEQ_RESULTS.read_text(encoding="utf-8")) if SEQ2SEQ_RESULTS.exists() else {}
     results.update(update)
     SEQ2SEQ_RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
