@@ -2,10 +2,11 @@
 
 An exercise cell runs after the chapter's exercise imports (:data:`PRELUDE`: ``math``, ``np``,
 ``torch``, ``F`` and ``nn``, which every chapter's imports cell, after its install cell, imports
-too) and after the learner's *earlier exercise cells of the same chapter*, in order. Anything else the cell needs it
-imports itself, except the course's own package ``companion``: writing that function is the
-exercise. IPython syntax (``%time``, ``!pip``) is not allowed in an exercise cell, and neither is
-changing PyTorch's functions (:mod:`companion.course.guard`) or exiting.
+too) and after the learner's *earlier exercise cells of the same chapter*, in order. Anything
+else the cell needs it imports itself, except the course's own package ``companion``: writing
+that function is the exercise. IPython syntax (``%time``, ``!pip``) is not allowed in an
+exercise cell, and neither is changing PyTorch's functions (:mod:`companion.course.guard`) or
+exiting.
 """
 
 from __future__ import annotations
