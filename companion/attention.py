@@ -42,10 +42,14 @@ def softargmax(scores: torch.Tensor, beta: float = 1.0, dim: int = -1) -> torch.
     The maximum is subtracted *before* the multiplication by ``beta``: ``beta * (s - max s)``
     is at most 0, so it cannot overflow however large ``beta`` is, even in float16 (where
     ``beta * s`` would already be ``inf`` for ``beta = 1000``, ``s = 100``). Softmax does not
-    change when a constant is subtracted from every score, so the weights are the same.
+    change when a constant is subtracted from every score, so the weights are the same. A
+    ``beta`` beyond the dtype's range gives the hard limit (ties share the weight).
     """
     check_tensor("scores", scores)
     check_positive_finite("beta", beta)
+    # a beta beyond the dtype's range (1e39 in float32) would turn into inf, and inf * 0 is NaN at
+    # the maximum; the dtype's largest number is already the hard limit: every smaller score gets 0
+    beta = min(beta, torch.finfo(scores.dtype).max)
     shifted = scores - scores.amax(dim=dim, keepdim=True).detach()  # (..., n), <= 0, the maximum at 0
     return torch.softmax(beta * shifted, dim=dim)
 

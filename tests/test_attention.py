@@ -128,3 +128,14 @@ def test_softargmax_gradient_is_softmaxs():
 def test_softargmax_keeps_masked_entries_at_zero():
     scores = torch.tensor([[1.0, float("-inf"), 3.0]])
     assert softargmax(scores, beta=1e6)[0, 1] == 0 and softargmax(scores)[0, 1] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_a_beta_beyond_the_dtypes_range_is_the_hard_limit(dtype):
+    # beta = 1e39 is a finite Python float but inf in float32; inf * 0 at the maximum was NaN
+    beta = 1e39 if dtype != torch.float64 else 1e308
+    scores = torch.tensor([[1.0, 2.0], [3.0, 3.0 - 1e-2]], dtype=dtype)
+    got = softargmax(scores, beta=beta)
+    assert torch.equal(got, torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=dtype)), got
+    tied = softargmax(torch.tensor([2.0, 2.0, 1.0], dtype=dtype), beta=beta)
+    assert torch.equal(tied, torch.tensor([0.5, 0.5, 0.0], dtype=dtype)), tied  # ties share the limit

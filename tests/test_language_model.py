@@ -448,3 +448,12 @@ def test_generation_past_max_len_crops_the_context_with_and_without_the_cache(pr
     for t in range(prompt_length, prompt_length + 30):
         window = cached[:, max(0, t - 40):t]
         assert torch.equal(model(window)[0][:, -1].argmax(-1), cached[:, t])
+
+
+def test_a_temperature_whose_inverse_overflows_the_dtype_is_greedy():
+    # 1 / 1e-39 = 1e39 is finite in Python but inf in float32: the distribution must still be one-hot
+    from companion import next_token_probs, sample_next_token
+    logits = torch.tensor([[1.0, 2.0, 0.5]])
+    probs = next_token_probs(logits, temperature=1e-39)
+    assert torch.equal(probs, torch.tensor([[0.0, 1.0, 0.0]])), probs
+    assert sample_next_token(logits, temperature=1e-39).tolist() == [1]
