@@ -152,6 +152,19 @@ def check_same_dtype_device(**tensors: torch.Tensor) -> None:
             )
 
 
+def check_features(name: str, x, width: int, weight: torch.Tensor, width_name: str = "d_model") -> None:
+    """Raise unless ``x`` is ``(..., width)`` of the dtype and device of the module's ``weight``."""
+    check_tensor(name, x, shape_doc=f"(..., {width_name})")
+    if x.dim() == 0 or x.size(-1) != width:
+        raise ValueError(f"{name} must have last dimension {width_name}={width}, got shape {tuple(x.shape)}")
+    if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):  # autocast mixes them
+        raise TypeError(f"{name} has dtype {x.dtype} but the module's weights are {weight.dtype}; convert one: "
+                        f"{name}.to({weight.dtype}) or module.to({x.dtype})")
+    if x.device != weight.device:
+        raise ValueError(f"{name} is on {x.device} but the module's weights are on {weight.device}; move one "
+                         f"with .to()")
+
+
 def check_qkv(Q, K, V) -> None:
     """Raise unless ``Q (batch, num_heads, t_q, d_k)``, ``K (batch, num_heads, t_k, d_k)`` and
     ``V (batch, num_heads, t_k, d_v)`` are tensors of one dtype and device whose shapes agree (chapter 10)."""

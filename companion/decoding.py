@@ -25,6 +25,28 @@ from ._checks import check_positive_int, check_tokens
 __all__ = ["greedy_decode", "beam_search"]
 
 
+def _check_decoding(model, src: torch.Tensor, max_len: int, **ids: int) -> None:
+    """The decoders' front door: ``src`` holds tokens, and BOS, EOS and padding are ids of the target.
+
+    An EOS id outside the vocabulary is never emitted, so decoding would silently run to
+    ``max_len``; a BOS or pad id outside it fails later with a message about the wrong thing.
+    """
+    check_tokens("src", src)
+    if src.size(1) == 0:
+        raise ValueError(f"src has no tokens (shape {tuple(src.shape)}): decoding needs at least one source "
+                         "token per row (an empty source can be padded to one token and masked)")
+    check_positive_int("max_len", max_len)
+    vocab = getattr(getattr(model, "output_proj", None), "out_features", None)  # None: a model of another kind
+    for name, value in ids.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int token id, got {type(value).__name__} {value!r}")
+        if value < 0 or (vocab is not None and value >= vocab):
+            upper = f"{vocab}" if vocab is not None else "the vocabulary size"
+            raise ValueError(f"{name} must be a token id of the target vocabulary, in [0, {upper}), got {value}"
+                             + (" (that id is never emitted, so decoding would never stop)" if name == "eos_id"
+                                else ""))
+
+
 @torch.no_grad()
 def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int,
                   src_mask: torch.Tensor | None = None, pad_id: int = 0, use_cache: bool = True) -> torch.Tensor:
@@ -47,8 +69,7 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
         int64 ``(batch, 1 + n)`` with ``n <= max_len``: BOS, the generated tokens, and
         ``pad_id`` after each row's EOS.
     """
-    check_tokens("src", src)
-    check_positive_int("max_len", max_len)
+    _check_decoding(model, src, max_len, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     was_training = model.training
     model.eval()
     cached = use_cache and hasattr(model, "decode_step")
@@ -91,8 +112,7 @@ def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int
         ``(tokens, log_prob)``: int64 ``(batch, 1 + n)`` as :func:`greedy_decode` returns
         them, and the winners' summed log-probabilities ``(batch,)``.
     """
-    check_tokens("src", src)
-    check_positive_int("max_len", max_len)
+    _check_decoding(model, src, max_len, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     check_positive_int("width", width)
     was_training = model.training
     model.eval()

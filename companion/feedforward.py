@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_probability
+from ._checks import check_choice, check_features, check_positive_int, check_probability
 
 __all__ = ["PositionwiseFeedForward", "SwiGLU", "ACTIVATIONS", "swiglu_width"]
 
@@ -51,6 +51,7 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``."""
+        check_features("x", x, self.linear1.in_features, self.linear1.weight)
         return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
 
 
@@ -95,5 +96,6 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, d_model)`` -> ``(batch, seq, d_model)``."""
+        check_features("x", x, self.linear1.in_features, self.linear1.weight)
         hidden = F.silu(self.linear1(x)) * self.linear3(x)  # (batch, seq, d_ff): gate * value
         return self.linear2(self.dropout(hidden))

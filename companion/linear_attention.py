@@ -30,10 +30,30 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     Any shape in, the same shape out.
 
     Written as ``exp(x)`` for ``x <= 0`` rather than ``elu(x) + 1``: the same function, but
-    ``elu(x) + 1`` rounds to 0 for ``x`` below about -17 in float32, and a row of zeros
-    would divide by zero.
+    ``elu(x) + 1`` rounds to 0 for ``x`` below about -17 in float32. ``exp`` itself rounds
+    to 0 below about -104 in float32 (-17 in float16): "every weight > 0" holds for features
+    above that; a query whose weights all round to 0 is refused by :func:`linear_attention`.
     """
     return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))  # clamp: no inf in the unused branch
+
+
+def _check_causal(Q: torch.Tensor, K: torch.Tensor, causal) -> None:
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    if causal and K.size(-2) < Q.size(-2):
+        raise ValueError(f"causal linear attention needs t_k >= t_q (the queries are the last t_q of the t_k "
+                         f"positions), got t_q={Q.size(-2)} and t_k={K.size(-2)}")
+
+
+def _check_normaliser(denominator: torch.Tensor) -> None:
+    """A query whose weights all rounded to 0 (features below about -104 in float32) would be 0 / 0.
+
+    Read on the CPU only: on a GPU the check would make every call wait for the device.
+    """
+    if denominator.device.type == "cpu" and bool((denominator == 0).any()):
+        raise ValueError("a query's linear-attention weights all rounded to 0 (exp of features below about -104 "
+                         "in float32, -17 in float16): the weights are 0 / 0; keep Q and K in a moderate range "
+                         "(normalise them, or compute in float64)")
 
 
 def linear_attention_weights(Q: torch.Tensor, K: torch.Tensor, causal: bool = False) -> torch.Tensor:
@@ -47,10 +67,14 @@ def linear_attention_weights(Q: torch.Tensor, K: torch.Tensor, causal: bool = Fa
         ``(batch, num_heads, t_q, t_k)``, each row positive (zero above the diagonal when
         causal) and summing to 1: ``phi(q_i) . phi(k_j) / sum_j' phi(q_i) . phi(k_j')``.
     """
+    check_qkv(Q, K, K)  # the same rules as linear_attention's (K stands in for V)
+    _check_causal(Q, K, causal)
     scores = elu_feature_map(Q) @ elu_feature_map(K).transpose(-2, -1)  # (batch, heads, t_q, t_k)
     if causal:
         scores = scores.tril(diagonal=K.size(-2) - Q.size(-2))  # the queries are the last t_q positions
-    return scores / scores.sum(dim=-1, keepdim=True)
+    total = scores.sum(dim=-1, keepdim=True)  # (batch, heads, t_q, 1)
+    _check_normaliser(total)
+    return scores / total
 
 
 def linear_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool = False,
@@ -74,15 +98,14 @@ def linear_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
     """
     check_qkv(Q, K, V)
     check_positive_int("chunk_size", chunk_size)
+    _check_causal(Q, K, causal)
     phi_Q, phi_K = elu_feature_map(Q), elu_feature_map(K)  # (batch, heads, t, d_k), positive
     if not causal:
         state = phi_K.transpose(-2, -1) @ V  # (batch, heads, d_k, d_v): sum_j phi(k_j) v_j^T
-        normaliser = phi_K.sum(dim=-2)  # (batch, heads, d_k): sum_j phi(k_j)
-        return (phi_Q @ state) / (phi_Q @ normaliser[..., None])  # (batch, heads, t_q, d_v)
+        normaliser = phi_Q @ phi_K.sum(dim=-2)[..., None]  # (batch, heads, t_q, 1): sum_j phi(q_i) . phi(k_j)
+        _check_normaliser(normaliser)
+        return (phi_Q @ state) / normaliser  # (batch, heads, t_q, d_v)
     offset = K.size(-2) - Q.size(-2)  # keys before the first query: cached positions
-    if offset < 0:
-        raise ValueError(f"causal linear attention needs t_k >= t_q (the queries are the last t_q of the t_k "
-                         f"positions), got t_q={Q.size(-2)} and t_k={K.size(-2)}")
     state = phi_K[..., :offset, :].transpose(-2, -1) @ V[..., :offset, :]  # (batch, heads, d_k, d_v)
     normaliser = phi_K[..., :offset, :].sum(dim=-2)  # (batch, heads, d_k): the positions before the queries
     phi_K, V = phi_K[..., offset:, :], V[..., offset:, :]  # the keys at the queries' positions
@@ -92,6 +115,7 @@ def linear_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
         within = (q @ k.transpose(-2, -1)).tril()  # (batch, heads, c, c): this chunk, causal
         numerator = within @ v + q @ state  # (batch, heads, c, d_v)
         denominator = within.sum(dim=-1) + (q @ normaliser[..., None]).squeeze(-1)  # (batch, heads, c)
+        _check_normaliser(denominator)
         outputs.append(numerator / denominator[..., None])
         state = state + k.transpose(-2, -1) @ v  # add this chunk's keys and values
         normaliser = normaliser + k.sum(dim=-2)

@@ -42,6 +42,15 @@ def online_softmax(x: torch.Tensor, block_size: int) -> torch.Tensor:
     """
     check_tensor("x", x)
     check_positive_int("block_size", block_size)
+    if x.dim() == 0:
+        raise ValueError("x is a 0-d tensor (a single number): softmax needs a last dimension to normalise over; "
+                         "use x[None] for a row of one")
+    if x.size(-1) == 0:
+        return x.clone()  # rows of no entries: nothing to normalise, as torch.softmax returns
+    if bool(torch.isnan(x).any()):
+        raise ValueError("x holds NaN: a NaN entry has no softmax weight; find where it came from")
+    if bool(torch.isposinf(x).any()):
+        raise ValueError("x holds +inf: softmax needs finite entries (or -inf for masked ones)")
     m = torch.full(x.shape[:-1], -math.inf, dtype=x.dtype, device=x.device)  # (...,) running maximum
     l = torch.zeros_like(m)  # (...,) running sum of exp(x - m)
     for start in range(0, x.size(-1), block_size):
@@ -71,6 +80,17 @@ def _tile_scores(Q_i, K_j, scale: float, q_start: int, k_start: int, causal: boo
     return S
 
 
+def _check_tiled(Q, K, V, block_size, causal) -> None:
+    """What tiled attention accepts, checked where the work is done (``TiledAttention.apply`` too)."""
+    check_qkv(Q, K, V)
+    check_positive_int("block_size", block_size)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    if causal and K.size(-2) < Q.size(-2):
+        raise ValueError(f"a causal tiled attention needs t_k >= t_q (the queries are the last t_q of the t_k "
+                         f"positions), got t_q={Q.size(-2)} and t_k={K.size(-2)}")
+
+
 def _forward(Q, K, V, block_size: int, causal: bool):
     """Tiled forward: the output ``(batch, heads, t_q, d_v)`` and each row's log-sum-exp ``(batch, heads, t_q)``."""
     t_q, t_k = Q.size(-2), K.size(-2)
@@ -94,7 +114,8 @@ def _forward(Q, K, V, block_size: int, causal: bool):
             l = l * rescale + P.sum(dim=-1)
             acc = acc * rescale[..., None] + P @ V_j  # (batch, heads, b_q, d_v)
             m = m_new
-        O[..., q_start:q_end, :] = acc / l[..., None]  # normalise once, at the end
+        # normalise once, at the end; no keys at all (t_k = 0) leave l = 0 and give 0, as PyTorch's kernel does
+        O[..., q_start:q_end, :] = torch.where(l[..., None] > 0, acc / l[..., None], 0.0)
         L[..., q_start:q_end] = m + torch.log(l)  # log sum_j exp(S_j): what the backward pass needs
     return O, L
 
@@ -110,6 +131,7 @@ class TiledAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, Q, K, V, block_size: int, causal: bool):
+        _check_tiled(Q, K, V, block_size, causal)
         O, L = _forward(Q, K, V, block_size, causal)
         ctx.save_for_backward(Q, K, V, O, L)
         ctx.block_size, ctx.causal = block_size, causal
@@ -158,11 +180,4 @@ def tiled_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, block_siz
         ``causal_mask(t_q, t_k)`` when ``causal``); differentiable, by recomputation
         (:class:`TiledAttention`).
     """
-    check_qkv(Q, K, V)
-    check_positive_int("block_size", block_size)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
-    if causal and K.size(-2) < Q.size(-2):
-        raise ValueError(f"a causal tiled attention needs t_k >= t_q (the queries are the last t_q of the t_k "
-                         f"positions), got t_q={Q.size(-2)} and t_k={K.size(-2)}")
-    return TiledAttention.apply(Q, K, V, block_size, causal)
+    return TiledAttention.apply(Q, K, V, block_size, causal)  # checks its inputs (_check_tiled)

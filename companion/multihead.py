@@ -265,6 +265,10 @@ class MultiHeadAttention(nn.Module):
                 f"{query.size(0)}, {key.size(0)} and {value.size(0)}"
             )
         check_same_dtype_device(query=query, key=key, value=value)
+        weight = next(self.parameters())
+        if query.dtype != weight.dtype and not torch.is_autocast_enabled(query.device.type):  # autocast mixes them
+            raise TypeError(f"query, key and value have dtype {query.dtype} but the module's weights are "
+                            f"{weight.dtype}; convert one: query.to({weight.dtype}) or module.to({query.dtype})")
 
     def extra_repr(self) -> str:
         extra = "" if self.fused else f", kdim={self.kdim}, vdim={self.vdim}"

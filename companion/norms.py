@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive_finite, check_positive_int, check_tensor
+from ._checks import check_features, check_positive_finite, check_positive_int, check_tensor
 
 __all__ = ["RMSNorm"]
 
@@ -40,9 +40,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(..., d_model)`` -> ``(..., d_model)``: each vector divided by its RMS, times ``g``."""
-        check_tensor("x", x)
-        if x.size(-1) != self.d_model:
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
+        check_features("x", x, self.d_model, self.weight)
         mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         return self.weight * (x * torch.rsqrt(mean_square + self.eps))  # (..., d_model)
 

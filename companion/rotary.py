@@ -111,6 +111,9 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
         cos, sin = _cos_sin_table(end, d_k, float(base), x.device, x.dtype)
         cos, sin = cos[offset:offset + t], sin[offset:offset + t]  # (t, d_k / 2) each
     else:
+        if offset != 0:
+            raise ValueError(f"give positions or offset, not both: offset={offset!r} would be ignored when "
+                             "positions are given (add the offset to the positions instead)")
         _check_positions(positions)
         if positions.size(0) != t:
             raise ValueError(f"positions must have shape (t,) = ({t},), one position per row of x, "

@@ -28,6 +28,26 @@ from .attention import hardargmax, softargmax
 __all__ = ["next_token_probs", "sample_next_token"]
 
 
+def _check_logits(logits: torch.Tensor) -> None:
+    """Logits that give no distribution: an empty vocabulary, NaN, +inf, or a row with no finite logit.
+
+    The values are read on the CPU only: on a GPU reading them would make every generated token
+    wait for the device, so there they are not checked (the shape still is).
+    """
+    if logits.size(-1) == 0:
+        raise ValueError(f"logits has an empty vocabulary (shape {tuple(logits.shape)}): there is no token to choose")
+    if logits.device.type != "cpu":
+        return
+    if torch.isnan(logits).any():
+        raise ValueError("logits hold NaN: the model's output is broken (a NaN has no rank and no probability); "
+                         "check the model's inputs and weights")
+    if torch.isposinf(logits).any():
+        raise ValueError("logits hold +inf: a logit must be finite, or -inf for a token that may not be chosen")
+    if bool((logits == float("-inf")).all(dim=-1).any()):
+        row = int((logits == float("-inf")).all(dim=-1).nonzero()[0])
+        raise ValueError(f"row {row} of logits is all -inf: every token is masked out, there is none to choose")
+
+
 def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                      top_p: float | None = None) -> torch.Tensor:
     """The distribution the next token is drawn from (chapter 8).
@@ -46,8 +66,13 @@ def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int 
 
     Returns:
         ``(batch, vocab)`` probabilities, each row summing to 1.
+
+    Raises:
+        ValueError: an empty vocabulary; on the CPU also NaN or +inf logits, or a row that is
+        all -inf (on a GPU these values are not read, to spare a wait per token).
     """
     check_tensor("logits", logits, ndim=2, shape_doc="(batch, vocab)")
+    _check_logits(logits)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (
             math.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy, 1 = the model's own "

@@ -22,17 +22,29 @@ takes its result only from a pipe that the learner's code is not given, tagged w
 per-run secret, and only if every check ran. In-process checks cannot stop code that
 deliberately reads the grader's memory: isolate untrusted submissions (a container per
 submission).
+
+Nothing the grader starts outlives it. Each worker watches a pipe whose only reader is the
+grader: when the grader ends in any way (SIGKILL included, where no handler can run), the
+kernel reports the pipe broken and the worker kills its own process group, learner-started
+processes included. On Linux the worker also asks for SIGKILL when the server that forked it
+ends (the server ends with the grader), which holds even while learner code keeps the
+interpreter busy. On SIGTERM, SIGINT or SIGHUP the grader kills every worker group at once and
+exits with 128 + the signal's number; when the process that started the grader ends, the
+grader stops the same way (exit 2), so a killed CI job or shell leaves nothing running.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import importlib
 import json
+import math
 import multiprocessing
 import os
 import secrets
+import select
 import selectors
 import signal
 import sys
@@ -50,6 +62,7 @@ from .exercises import EXERCISES
 __all__ = ["Result", "find_exercise_cells", "grade_folder", "Report", "main", "NOT_IMPLEMENTED", "RULE"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_GRADER_ERROR = 0, 1, 2
+MAX_TIMEOUT = 86_400.0  # seconds: the longest --timeout the grader accepts (one day)
 
 
 # --- reading a folder of notebooks ---------------------------------------------------------
@@ -132,6 +145,18 @@ def _processes():
 # (and reports as 255). Every call that starts, polls, joins or closes a process holds this lock.
 _PROCESSES = threading.Lock()
 
+# The workers running now (their pids are their process groups), and whether grading is being
+# stopped: a signal handler or an interrupted grade_folder kills them all, and no new one starts.
+_LIVE: set[int] = set()
+_STOPPING = threading.Event()
+
+
+def _stop_all() -> None:
+    """Stop grading: kill every running worker's group; no new worker starts."""
+    _STOPPING.set()
+    for pid in list(_LIVE):
+        _stop_group(pid)
+
 
 def _start(process) -> None:
     """Start ``process`` without the caller's main module.
@@ -207,6 +232,8 @@ def _drain(pipes: dict) -> None:
 
 def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
     """Run one exercise cell and its checks in a process of its own; read the result from a pipe."""
+    if _STOPPING.is_set():
+        return Result(exercise_id, False, "not graded: the grading was stopped")
     secret = secrets.token_hex(16)
     request = {"exercise": exercise_id, "source": cell.source, "earlier": [code for _, code in cell.earlier],
                "secret": secret}
@@ -217,11 +244,17 @@ def _grade_cell(exercise_id: str, cell: Cell, timeout: float) -> Result:
     process = context.Process(target=worker, args=(json.dumps(request), channel_write, stderr_write))
     try:
         _start(process)
+        with _PROCESSES:
+            _LIVE.add(process.pid)
     finally:
         channel_write.close(), stderr_write.close()
+    if _STOPPING.is_set():  # a stop that came while this one started
+        _stop_group(process.pid)
     pipes = {channel_read: [], stderr_read: []}
     timed_out = not _read_until(process, pipes, time.monotonic() + timeout)
     _stop_group(process.pid)  # nothing the learner's code started outlives the grading
+    with _PROCESSES:
+        _LIVE.discard(process.pid)
     _wait_for(process.sentinel)  # its exit status has come: join() below only reads it
     with _PROCESSES:
         process.join()
@@ -268,6 +301,32 @@ def _last_progress(lines: list[str], secret: str) -> int | None:
     return None
 
 
+def _die_with_the_grader(channel_fd: int) -> None:
+    """Kill this worker's process group as soon as the grader is gone, however it ended.
+
+    ``channel_fd`` is the write end of a pipe whose only reader is the grader. The kernel closes
+    the read end when the grader's process ends (SIGKILL too), and ``poll`` then reports the
+    write end broken: no polling interval, no pid that could be reused. A second guard on Linux:
+    SIGKILL when the forkserver that forked this worker ends, which it does when the grader's
+    end of its own pipe closes; that signal needs no Python thread, so it holds while learner
+    code keeps the interpreter busy in C.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            PR_SET_PDEATHSIG = 1
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(channel_fd, 0)  # POLLERR and POLLHUP are always reported
+        while True:
+            with contextlib.suppress(InterruptedError):
+                if poller.poll():
+                    os.killpg(0, signal.SIGKILL)  # this worker and whatever the learner's code started
+
+    threading.Thread(target=watch, name="die-with-the-grader", daemon=True).start()
+
+
 def _worker(request: str, channel, stderr) -> None:
     """Child process: its own session, stderr to the grader; then the learner's cell and the checks.
 
@@ -275,6 +334,7 @@ def _worker(request: str, channel, stderr) -> None:
     and at the end the result; each line carries the secret.
     """
     os.setsid()  # a group of its own: the grader stops it and whatever it starts together
+    _die_with_the_grader(channel.fileno())
     with open(os.devnull, "r+b") as devnull:  # no input; what the cells print goes nowhere
         os.dup2(devnull.fileno(), 0), os.dup2(devnull.fileno(), 1)
     os.dup2(stderr.fileno(), 2)
@@ -333,8 +393,13 @@ def grade_folder(folder: str | os.PathLike, timeout: float = 60.0, chapters: lis
                           "keep one (delete the copy)")
         return _grade_cell(exercise_id, found[0], timeout)
 
+    _STOPPING.clear()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one process per exercise
-        results = list(pool.map(grade, wanted))
+        try:
+            results = list(pool.map(grade, wanted))
+        except BaseException:  # KeyboardInterrupt, a signal: the workers go before the threads are joined
+            _stop_all()
+            raise
     if chapters is not None:  # the other chapters' cells are not this grading's business
         problems = {where: why for where, why in problems.items()
                     if not any(f"exercise_id {other!r}" in why for other in EXERCISES if other not in wanted)}
@@ -360,20 +425,66 @@ def _exercise_ids(chapters: list[str] | None) -> list[str]:
     return [e for e in EXERCISES if e.split("-", 1)[0] in ids]
 
 
-def _positive_seconds(text: str) -> float:
-    seconds = float(text)
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"the time limit must be a positive number of seconds, got {text}")
-    return seconds
+def seconds(text: str) -> float:
+    """``--timeout``: a finite number of seconds, above 0 and at most :data:`MAX_TIMEOUT`."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds above 0 and at most "
+                                         f"{MAX_TIMEOUT:,.0f} (one day), got {text!r}")
+    return value
 
 
-def main(argv: list[str] | None = None) -> int:
+class _Stopped(Exception):
+    """Raised in the main thread by a stopping signal, or when the grader's parent has ended."""
+
+    def __init__(self, why: str, code: int):
+        super().__init__(why)
+        self.code = code
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM, SIGINT and SIGHUP stop the workers at once and end the grader (exit 128 + signal)."""
+
+    def handler(signum, frame):
+        _stop_all()
+        raise _Stopped(f"stopped by {signal.Signals(signum).name}", 128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, handler)
+
+
+def _stop_with_the_parent() -> None:
+    """When the process that started the grader ends, stop grading (a killed CI job or shell).
+
+    The grader is then an orphan whose output nobody reads; it kills its workers and ends with
+    exit 2. Polled twice a second: a parent has no pipe to the grader that could tell sooner.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        _stop_all()
+        os.kill(os.getpid(), signal.SIGUSR1)  # wakes the main thread, which raises _Stopped
+
+    def handler(signum, frame):
+        raise _Stopped("stopped: the process that started the grader has ended", EXIT_GRADER_ERROR)
+
+    signal.signal(signal.SIGUSR1, handler)
+    threading.Thread(target=watch, name="stop-with-the-parent", daemon=True).start()
+
+
+def main(argv: list[str] | None = None, *, supervised: bool = False) -> int:
+    """The command line; ``supervised`` (as a program): signals and the parent's end stop the grading."""
     parser = argparse.ArgumentParser(prog="python -m companion.course.grading",
                                      description="Grade the course's exercises in a folder of notebooks.")
     parser.add_argument("folder", nargs="?", help="folder holding the learner's chapter notebooks")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--timeout", type=_positive_seconds, default=60.0,
-                        help="seconds allowed per exercise (default 60)")
+    parser.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
+                        help=f"seconds allowed per exercise (default 60, at most {MAX_TIMEOUT:,.0f})")
     parser.add_argument("--chapter", action="append", metavar="N",
                         help="grade only chapter N's exercises (3 or ch03); repeat for several")
     args = parser.parse_args(argv)
@@ -383,12 +494,19 @@ def main(argv: list[str] | None = None) -> int:
         _exercise_ids(args.chapter)
     except ValueError as error:
         parser.error(str(error))
+    if supervised:
+        _stop_on_signals()
+        _stop_with_the_parent()
     try:
         report = grade_folder(args.folder, timeout=args.timeout, chapters=args.chapter)
-    except FileNotFoundError as error:
-        print(f"grader error: {error}", file=sys.stderr)
+    except _Stopped as stopped:
+        print(f"grader {stopped}; no exercise process is left running", file=sys.stderr)
+        return stopped.code
+    except Exception as error:  # noqa: BLE001 - exit 1 means "an exercise failed", never "the grader broke"
+        what = str(error) if isinstance(error, FileNotFoundError) else f"{type(error).__name__}: {error}"
+        print(f"grader error: {what}", file=sys.stderr)
         if args.json:
-            print(json.dumps({"error": str(error), "score": 0, "max_score": len(_exercise_ids(args.chapter)),
+            print(json.dumps({"error": what, "score": 0, "max_score": len(_exercise_ids(args.chapter)),
                               "results": []}))
         return EXIT_GRADER_ERROR
     results = report.results
@@ -406,4 +524,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(supervised=True))

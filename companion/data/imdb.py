@@ -65,6 +65,10 @@ def load_imdb(path: str | os.PathLike | None = None, *, cache_dir: str | os.Path
     """
     if path is None and os.environ.get(ENV_VAR):
         path = os.environ[ENV_VAR]
+        if not Path(path).exists():
+            raise FileNotFoundError(f"the environment variable {ENV_VAR} names {path}, where there is nothing; "
+                                    f"correct it (the .tar.gz archive or the extracted aclImdb folder) or unset "
+                                    "it to download the data")
     if path is None:
         path = _download(url, known_hash, cache_dir, progress)
     return read_imdb(path)
@@ -116,7 +120,14 @@ def _archive_reviews(path: Path):
             for member in archive:
                 match = _REVIEW.search(member.name)
                 if match and member.isfile():
-                    yield match, archive.extractfile(member).read().decode("utf-8")
+                    data = archive.extractfile(member).read()
+                    try:
+                        text = data.decode("utf-8")
+                    except UnicodeDecodeError as error:
+                        raise ValueError(f"{path}: the review {member.name} is not UTF-8 text ({error}); the "
+                                         "IMDB reviews are UTF-8: the archive is corrupt or not the IMDB data "
+                                         "set") from error
+                    yield match, text
     except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError, zlib.error) as error:
         raise ValueError(
             f"{path} is not a readable IMDB archive ({type(error).__name__}: {error}); it may be truncated or "
@@ -130,7 +141,11 @@ def _folder_reviews(path: Path):
     for file in sorted(root.glob("aclImdb/*/*/*.txt")):
         match = _REVIEW.search(file.relative_to(root).as_posix())
         if match:
-            yield match, file.read_text(encoding="utf-8")
+            try:
+                yield match, file.read_text(encoding="utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{file} is not UTF-8 text ({error}); the IMDB reviews are UTF-8: the copy is "
+                                 "corrupt or not the IMDB data set") from error
 
 
 def _to_split(items) -> Split:

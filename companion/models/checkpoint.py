@@ -117,9 +117,22 @@ def read_checkpoint(directory: str | Path) -> dict[str, torch.Tensor]:
     """
     path = weights_file(Path(directory))
     if path.suffix == ".safetensors":
-        raw = require("safetensors.torch").load_file(str(path), device="cpu")
+        load_file = require("safetensors.torch").load_file
+        try:
+            raw = load_file(str(path), device="cpu")
+        except Exception as error:  # safetensors' own error type: a corrupt header or truncated data
+            raise ValueError(f"{path} is not a readable safetensors file ({error}): it is corrupt or "
+                             "truncated; download the checkpoint again") from error
     else:
-        raw = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            raw = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # a corrupt pickle, a truncated zip, or objects that are not tensors
+            raise ValueError(f"{path} could not be read as PyTorch weights ({type(error).__name__}): the file is "
+                             "corrupt, truncated or holds more than tensors; download the checkpoint again "
+                             "(it is never loaded with weights_only=False, which would run code from the "
+                             "file)") from error
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path} holds a {type(raw).__name__}, not a dict of named weights")
     checkpoint = {}
     for name, tensor in raw.items():
         name = name.removeprefix("bert.")

@@ -106,6 +106,9 @@ class TransformerLM(nn.Module):
             raise ValueError(f"caches must be a list of {self.num_layers} KVCache objects, one per block (use "
                              f"model.new_caches()), got {type(caches).__name__} "
                              f"{'of length ' + str(len(caches)) if isinstance(caches, (list, tuple)) else ''}")
+        if caches is not None and len({id(c) for c in caches}) != len(caches):
+            raise ValueError("caches holds the same KVCache object more than once ([KVCache()] * n repeats one "
+                             "object): each block needs a cache of its own; use model.new_caches()")
         offset = len(caches[0]) if caches is not None else 0  # the position of ids[:, 0]
         t = ids.size(1)
         x = self.embedding(ids, offset, check_range=check_range)  # (batch, t, d_model)
@@ -240,6 +243,11 @@ def evaluate_bits_per_char(model: TransformerLM, ids: torch.Tensor, block_size: 
     Returns:
         the mean bits over the ``n - 1`` predicted tokens ``ids[1:]``.
     """
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a 1-D torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}; use ids.long() if these "
+                        "really are ids (a float id is not truncated here)")
     if ids.dim() != 1 or ids.size(0) < 2:
         raise ValueError(f"ids must be a 1-D stream of at least 2 tokens, got shape {tuple(ids.shape)}")
     check_positive_int("block_size", block_size)

@@ -31,6 +31,8 @@ def _as_ids(name: str, ids, vocab_size: int) -> np.ndarray:
     if isinstance(ids, torch.Tensor):
         ids = ids.cpu().numpy()
     ids = np.asarray(ids)
+    if ids.ndim == 1 and ids.size == 0 and ids.dtype == np.float64:  # np.asarray([]): no ids, no dtype
+        ids = ids.astype(np.int64)
     if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
         raise ValueError(f"{name} must be a 1-D array or tensor of integer token ids, got shape {ids.shape} and "
                          f"dtype {ids.dtype}")
@@ -38,6 +40,23 @@ def _as_ids(name: str, ids, vocab_size: int) -> np.ndarray:
         raise ValueError(f"{name} must hold ids in [0, vocab_size={vocab_size}), got min {ids.min()} and max "
                          f"{ids.max()}")
     return ids.astype(np.int64)
+
+
+def _training_ids(ids, vocab_size: int) -> np.ndarray:
+    """The ids to count: at least one token."""
+    ids = _as_ids("ids", ids, vocab_size)
+    if ids.size == 0:
+        raise ValueError("ids holds no tokens: an n-gram model is fitted on a stream of at least one token")
+    return ids
+
+
+def _scored_ids(ids, vocab_size: int) -> np.ndarray:
+    """The ids to score: at least two tokens (the first is context only, it has no prediction)."""
+    ids = _as_ids("ids", ids, vocab_size)
+    if ids.size < 2:
+        raise ValueError(f"ids must hold at least 2 tokens to be scored (each token after the first is "
+                         f"predicted), got {ids.size}")
+    return ids
 
 
 def _ngram_keys(ids: np.ndarray, n: int, vocab_size: int, start_id: int) -> np.ndarray:
@@ -84,7 +103,7 @@ class NGramLM:
 
     def fit(self, ids) -> NGramLM:
         """Count the n-grams and their contexts in the training stream ``ids`` ``(n_tokens,)``."""
-        keys = self._ngram_keys(_as_ids("ids", ids, self.vocab_size))
+        keys = self._ngram_keys(_training_ids(ids, self.vocab_size))
         self._keys, self._counts = np.unique(keys, return_counts=True)
         self._context_keys, self._context_counts = np.unique(keys // self.vocab_size, return_counts=True)
         return self
@@ -100,7 +119,7 @@ class NGramLM:
 
     def bits_per_char(self, ids) -> float:
         """Mean ``-log2 p`` over ``ids[1:]``, the same tokens :func:`companion.evaluate_bits_per_char` scores."""
-        return float(-self.log2_probs(ids).mean())
+        return float(-self.log2_probs(_scored_ids(ids, self.vocab_size)).mean())
 
     def __repr__(self) -> str:
         return f"NGramLM(n={self.n}, vocab_size={self.vocab_size}, k={self.k})"
@@ -113,6 +132,12 @@ def fit_ngram(n: int, train_ids, valid_ids, vocab_size: int, ks: Sequence[float]
     Returns:
         ``(model, scores)``: the model with the best ``k`` and ``{k: validation bits per char}``.
     """
+    ks = tuple(ks)
+    if not ks:
+        raise ValueError("ks is empty: give at least one add-k constant to try, e.g. ks=(1.0, 0.1)")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not (math.isfinite(k) and k > 0):
+            raise ValueError(f"every k in ks must be a finite number > 0 (add-k smoothing), got {k!r} in {ks}")
     model = NGramLM(n, vocab_size, ks[0], start_id).fit(train_ids)
     scores = {}
     for k in ks:
@@ -181,7 +206,7 @@ class KneserNeyLM:
 
     def fit(self, ids) -> KneserNeyLM:
         """Count every order's n-grams (raw at the top, continuation counts below) in ``ids``."""
-        keys = self._ngram_keys(_as_ids("ids", ids, self.vocab_size))
+        keys = self._ngram_keys(_training_ids(ids, self.vocab_size))
         V = self.vocab_size
         grams, counts = np.unique(keys, return_counts=True)  # order n: raw counts
         orders = {}
@@ -234,7 +259,7 @@ class KneserNeyLM:
 
     def bits_per_char(self, ids) -> float:
         """Mean ``-log2 p`` over ``ids[1:]``, the same tokens :func:`companion.evaluate_bits_per_char` scores."""
-        return float(-self.log2_probs(ids).mean())
+        return float(-self.log2_probs(_scored_ids(ids, self.vocab_size)).mean())
 
     def __repr__(self) -> str:
         kind = "modified" if self.discount is None else f"discount={self.discount}"
@@ -250,6 +275,9 @@ def fit_kneser_ney(n: int, train_ids, valid_ids, vocab_size: int,
     Returns:
         ``(model, scores)``: the model with the best discount and ``{discount: validation bits per char}``.
     """
+    discounts = tuple(discounts)
+    if not discounts:
+        raise ValueError("discounts is empty: give at least one to try (None = modified Kneser-Ney's estimates)")
     model = KneserNeyLM(n, vocab_size, discounts[0], start_id).fit(train_ids)
     scores = {}
     for discount in discounts:

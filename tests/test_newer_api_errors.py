@@ -1,0 +1,214 @@
+"""Mistakes with the newer API (chapters 6, 8, 9, 10) get a clear error or the right result, never a
+silent wrong answer: each case from a probe of 224 mistaken calls that returned a wrong result,
+or raised an error naming the wrong cause. The message must name the argument and what was wrong."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion import (GroupedQueryAttention, KVCache, KneserNeyLM, NGramLM, PositionwiseFeedForward, RMSNorm,
+                       SwiGLU, TiledAttention, Transformer, TransformerLM, apply_rotary, beam_search, greedy_decode,
+                       linear_attention, online_softmax, sample_next_token, tiled_attention)
+from companion.linear_attention import linear_attention_weights
+from companion.models.language_model import evaluate_bits_per_char
+from companion.models.ngram_lm import fit_kneser_ney, fit_ngram
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _qkv(t_q=5, t_k=7, d=4):
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(1, 2, t_q, d, generator=g), torch.randn(1, 2, t_k, d, generator=g),
+            torch.randn(1, 2, t_k, 3, generator=g))
+
+
+# --- silent wrong results ------------------------------------------------------------------
+
+
+def test_one_cache_object_shared_by_every_layer_is_refused():
+    model = TransformerLM(11, d_model=16, num_heads=2, num_layers=2, max_len=32)
+    with pytest.raises(ValueError, match=r"same KVCache object more than once.*new_caches\(\)"):
+        model(torch.randint(0, 11, (1, 4)), [KVCache()] * 2)
+
+
+@pytest.mark.parametrize("decode", [greedy_decode, beam_search])
+@pytest.mark.parametrize("name", ["bos_id", "eos_id", "pad_id"])
+def test_special_ids_outside_the_vocabulary_are_refused_by_name(decode, name):
+    model = Transformer(11, 11, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1)
+    ids = {"bos_id": 1, "eos_id": 2, "pad_id": 0, name: 11}
+    with pytest.raises(ValueError, match=rf"{name} must be a token id of the target vocabulary, in \[0, 11\)"):
+        decode(model, torch.randint(1, 11, (2, 5)), max_len=5, **ids)
+
+
+def test_an_empty_source_is_refused_as_such():
+    model = Transformer(11, 11, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1)
+    with pytest.raises(ValueError, match="src has no tokens"):
+        greedy_decode(model, torch.zeros(2, 0, dtype=torch.long), 1, 2, 5)
+
+
+@pytest.mark.parametrize("temperature", [0, 1.0])
+@pytest.mark.parametrize("logits, why", [([[1.0, NAN, 0.0]], "NaN"), ([[-INF, -INF]], "all -inf"),
+                                         ([[1.0, INF]], r"\+inf")])
+def test_logits_without_a_distribution_are_refused_at_every_temperature(temperature, logits, why):
+    with pytest.raises(ValueError, match=why):
+        sample_next_token(torch.tensor(logits), temperature)
+
+
+def test_an_empty_vocabulary_is_refused():
+    with pytest.raises(ValueError, match="empty vocabulary"):
+        sample_next_token(torch.zeros(2, 0), 1.0)
+
+
+def test_float_ids_are_not_truncated_by_the_evaluation():
+    model = TransformerLM(11, d_model=16, num_heads=2, num_layers=1, max_len=32)
+    with pytest.raises(TypeError, match="ids must hold integer token ids"):
+        evaluate_bits_per_char(model, torch.arange(10.0) + 0.7, block_size=8)
+
+
+@pytest.mark.parametrize("model", [NGramLM(2, 5), KneserNeyLM(2, 5)], ids=["add-k", "kneser-ney"])
+def test_one_token_cannot_be_scored_and_no_tokens_cannot_be_fitted(model):
+    with pytest.raises(ValueError, match="ids holds no tokens"):
+        model.fit([])
+    model.fit(np.array([1, 2, 3, 1, 2, 4]))
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        model.bits_per_char([3])
+
+
+def test_every_add_k_constant_is_checked_and_an_empty_search_is_refused():
+    ids = np.array([1, 2, 3, 1, 2, 4])
+    with pytest.raises(ValueError, match=r"every k in ks must be a finite number > 0.*-0.5"):
+        fit_ngram(2, ids, ids, 5, ks=(1.0, -0.5))
+    with pytest.raises(ValueError, match="ks is empty"):
+        fit_ngram(2, ids, ids, 5, ks=())
+    with pytest.raises(ValueError, match="discounts is empty"):
+        fit_kneser_ney(2, ids, ids, 5, discounts=())
+
+
+def test_the_empty_context_is_the_start_of_text():
+    p = KneserNeyLM(3, 5).fit(np.array([1, 2, 3, 1, 2, 4])).next_probs([])
+    assert p.shape == (5,) and math.isclose(p.sum(), 1.0)
+
+
+def test_tiled_attention_over_no_keys_is_zero_as_pytorchs():
+    Q, K, V = _qkv()
+    got = tiled_attention(Q, K[..., :0, :], V[..., :0, :])
+    expected = F.scaled_dot_product_attention(Q, K[..., :0, :], V[..., :0, :])
+    assert torch.equal(got, expected) and torch.equal(got, torch.zeros_like(got))
+
+
+def test_what_the_wrappers_refuse_their_insides_refuse_too():
+    Q, K, V = _qkv()
+    with pytest.raises(ValueError, match="t_k >= t_q"):
+        TiledAttention.apply(Q, K[..., :3, :], V[..., :3, :], 2, True)
+    with pytest.raises(ValueError, match="block_size must be a positive int"):
+        TiledAttention.apply(Q, K, V, 0, False)
+    with pytest.raises(ValueError, match="t_k >= t_q"):
+        linear_attention_weights(Q, K[..., :3, :], causal=True)
+    with pytest.raises(ValueError, match="must agree"):
+        linear_attention_weights(Q, K[..., :3])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_linear_attention_whose_weights_underflow_is_refused_not_nan(causal):
+    Q, K, V = _qkv()
+    with pytest.raises(ValueError, match="rounded to 0"):
+        linear_attention(Q, torch.full_like(K, -120.0), V, causal=causal)
+
+
+@pytest.mark.parametrize("fn", [lambda Q, K, V: linear_attention(Q, K, V, causal="no"),
+                                lambda Q, K, V: linear_attention_weights(Q, K, causal="no"),
+                                lambda Q, K, V: tiled_attention(Q, K, V, causal="no")])
+def test_causal_must_be_a_bool_everywhere(fn):
+    with pytest.raises(TypeError, match="causal must be True or False"):
+        fn(*_qkv())
+
+
+def test_rotary_refuses_positions_and_an_offset_together():
+    with pytest.raises(ValueError, match="give positions or offset, not both"):
+        apply_rotary(torch.randn(1, 5, 4), torch.arange(5), offset=3)
+
+
+# --- errors that named the wrong cause --------------------------------------------------------
+
+
+@pytest.mark.parametrize("x, why", [([1.0, NAN], "NaN"), ([1.0, INF], r"\+inf"), ([-INF, -INF], "all -inf")])
+def test_online_softmax_names_the_real_problem(x, why):
+    with pytest.raises(ValueError, match=why):
+        online_softmax(torch.tensor(x), 2)
+
+
+def test_online_softmax_of_empty_rows_is_empty_as_torchs():
+    x = torch.zeros(3, 0)
+    assert torch.equal(online_softmax(x, 2), torch.softmax(x, -1))
+
+
+@pytest.mark.parametrize("fn", [lambda x: online_softmax(x, 2), RMSNorm(4)], ids=["online_softmax", "RMSNorm"])
+def test_a_zero_dimensional_input_is_named(fn):
+    with pytest.raises(ValueError, match=r"0-d|last dimension"):
+        fn(torch.tensor(1.0))
+
+
+@pytest.mark.parametrize("module", [SwiGLU(16, 32), PositionwiseFeedForward(16, 32), RMSNorm(16)],
+                         ids=["SwiGLU", "PositionwiseFeedForward", "RMSNorm"])
+def test_blocks_name_a_wrong_width_and_a_wrong_dtype(module):
+    with pytest.raises(ValueError, match="last dimension d_model=16"):
+        module(torch.randn(2, 3, 8))
+    with pytest.raises(TypeError, match="dtype torch.float64 but the module's weights are torch.float32"):
+        module(torch.randn(2, 3, 16, dtype=torch.float64))
+
+
+def test_grouped_query_attention_names_a_wrong_dtype():
+    x = torch.randn(2, 3, 16, dtype=torch.float64)
+    with pytest.raises(TypeError, match="module's weights are torch.float32"):
+        GroupedQueryAttention(16, 4, 2)(x, x, x)
+
+
+def test_a_corrupt_checkpoint_is_named_and_no_unsafe_advice_is_given(tmp_path):
+    from companion.models.checkpoint import read_checkpoint
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ValueError, match=r"model\.safetensors is not a readable safetensors file"):
+        read_checkpoint(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not a pickle")
+    with pytest.raises(ValueError, match=r"pytorch_model\.bin could not be read") as caught:
+        read_checkpoint(tmp_path)
+    assert "never loaded with weights_only=False" in str(caught.value)
+
+
+def test_imdb_names_the_variable_and_the_file_that_is_not_utf8(tmp_path, monkeypatch):
+    from companion.data.imdb import load_imdb, read_imdb
+    monkeypatch.setenv("COURSE_IMDB", str(tmp_path / "typo.tar.gz"))
+    with pytest.raises(FileNotFoundError, match="COURSE_IMDB names"):
+        load_imdb()
+    review = tmp_path / "aclImdb" / "train" / "pos" / "1_9.txt"
+    review.parent.mkdir(parents=True)
+    review.write_bytes(b"caf\xe9")  # Latin-1, not UTF-8
+    with pytest.raises(ValueError, match=r"1_9\.txt is not UTF-8"):
+        read_imdb(tmp_path)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e9", "nan", "abc", "0", "-1"])
+def test_the_graders_timeout_is_a_bounded_number_of_seconds(value, capsys):
+    from companion.course.grading import main
+    with pytest.raises(SystemExit) as stopped:
+        main(["somewhere", "--timeout", value])
+    assert stopped.value.code == 2  # argparse's usage error, never "an exercise failed"
+    err = capsys.readouterr().err
+    assert "--timeout must be a number of seconds above 0 and at most 86,400" in err and "_positive" not in err
+
+
+def test_an_unexpected_grader_failure_exits_2(monkeypatch, tmp_path, capsys):
+    from companion.course import grading
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the grader")
+
+    monkeypatch.setattr(grading, "grade_folder", broken)
+    assert grading.main([str(tmp_path)]) == grading.EXIT_GRADER_ERROR
+    assert "grader error: RuntimeError: a bug in the grader" in capsys.readouterr().err
