@@ -141,6 +141,32 @@ def _softargmax_gradients(fn):
         raise Mismatch(f"{case}: the gradient through your function is wrong. Hint: {hint}")
 
 
+def _softargmax_masked(fn):
+    inf = float("inf")
+    hint = ("a masked score is -inf and gets weight 0: exp(beta * (-inf - max)) is exactly 0, so shift by "
+            "each row's maximum and keep -inf as it is (a fill such as -1e4 or -1e9 can beat a real score)")
+    rows = torch.tensor([[0.0, -inf, 1.0], [-inf, 2.0, -inf], [-20000.0, -inf, -19999.0]])
+    case = "softargmax of [[0, -inf, 1], [-inf, 2, -inf], [-20000, -inf, -19999]], beta=2 (-inf is masked)"
+    scores = rows.clone().requires_grad_(True)
+    got = call(fn, case, hint, scores=scores, beta=2.0)
+    expected = torch.softmax(2.0 * rows.double(), -1).float()
+    expect_close(got, expected, case, hint)
+    expect_gradient(got, case, hint)
+    weights = torch.arange(9.0).reshape(3, 3)
+    (got * weights).sum().backward()
+    y = expected  # d/ds of sum(y * w) is beta * y * (w - sum(y * w)); 0 where the score is masked
+    grad = 2.0 * y * (weights - (y * weights).sum(-1, keepdim=True))
+    if scores.grad is None or not _allclose(scores.grad, grad, atol=1e-4, rtol=1e-4):
+        shown = None if scores.grad is None else [[round(v, 4) for v in r] for r in scores.grad.tolist()]
+        raise Mismatch(f"{case}: the values are right, but the gradient through your function is {shown} "
+                       f"(expected {[[round(v, 4) + 0.0 for v in r] for r in grad.tolist()]}: 0 at the masked "
+                       "scores, no NaN). Hint: leave -inf scores to exp, which gives 0 and a zero gradient; "
+                       "torch.where after an exp that overflowed repairs the value but not the gradient")
+    far = torch.tensor([[-2e9, -inf, -2e9]])
+    case = "softargmax of [[-2e9, -inf, -2e9]], beta=1: a tie between two real scores far below -1e9"
+    _softargmax(fn, far, 1.0, case, hint)
+
+
 def _softargmax_float64(fn):
     _softargmax(fn, _ROWS.double(), 2.0, "softargmax of a float64 (4, 5) batch, beta=2",
                 "return the input's dtype")
@@ -323,7 +349,7 @@ EXERCISES = (
              (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
               _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_half_precision,
               _softargmax_half_small_differences, _softargmax_huge_beta, _softargmax_gradients,
-              _softargmax_float64), softargmax,
+              _softargmax_masked, _softargmax_float64), softargmax,
              forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin"),
              allows=Allows(lambda randn: {"scores": randn(5), "beta": 2.0}, batched=("scores",), half=True,
                     large={"scores": 50.0})),

@@ -22,8 +22,12 @@ def masked_mean(x, keep):
 
 def collate(sequences, max_len, pad_id=0):
     """Cut each id list to max_len, pad to the longest; return (tokens, keep)."""
+    if len(sequences) == 0:
+        raise ValueError("collate needs at least one sequence")
+    if any(len(seq) == 0 for seq in sequences):  # mean pooling could not average it
+        raise ValueError("an empty sequence cannot be classified; drop it or give it an <unk> id")
     cut = [list(seq[:max_len]) for seq in sequences]
-    t = max((len(seq) for seq in cut), default=0)  # an empty batch: t = 0
+    t = max(len(seq) for seq in cut)  # the longest cut sequence
     tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)  # (batch, t)
     keep = torch.zeros(len(cut), t, dtype=torch.bool)  # (batch, t)
     for i, seq in enumerate(cut):
@@ -164,25 +168,37 @@ def _collate_batch_of_one(fn):
              "the result is still (batch, t) = (1, 2): no squeeze")
 
 
+_REFUSE_HINT = ("check the input first: raise ValueError when the batch is empty or any sequence in it is "
+                "empty (an all-padding row would leave mean pooling nothing to average)")
+
+
+def _collate_refuses(fn, sequences, case):
+    """The statement: an empty batch, or an empty sequence in it, raises ValueError."""
+    try:
+        got = fn(sequences, 5, 0)
+    except NotImplementedError:
+        raise
+    except ValueError:
+        return
+    except SystemExit:
+        raise Mismatch(f"{case}: your function called exit(); raise ValueError instead") from None
+    except Exception as error:
+        raise Mismatch(f"{case}: expected a ValueError, your function raised {type(error).__name__}: "
+                       f"{str(error).rstrip('.')}. Hint: {_REFUSE_HINT}") from None
+    raise Mismatch(f"{case}: expected a ValueError, your function returned a {type(got).__name__}. "
+                   f"Hint: {_REFUSE_HINT}")
+
+
 def _collate_empty_sequence(fn):
-    _collate(fn, [[], [3, 4]], 5, 0, torch.tensor([[0, 0], [3, 4]]), torch.tensor([[False, False], [True, True]]),
-             "an empty sequence in the batch: its row is all padding",
-             "an empty sequence still gets a row, of pad_id, with keep all False; build the result with "
-             "torch.full(..., pad_id, dtype=torch.long) (torch.tensor of empty lists is float32)")
+    _collate_refuses(fn, [[], [3, 4]], "collate([[], [3, 4]], max_len=5): an empty sequence in the batch")
 
 
 def _collate_all_empty(fn):
-    _collate(fn, [[], []], 5, 0, torch.zeros(2, 0, dtype=torch.long), torch.zeros(2, 0, dtype=torch.bool),
-             "two empty sequences: t = 0, tokens and keep of shape (2, 0)",
-             "the longest cut sequence has length 0: return int64 and bool tensors of shape (2, 0), "
-             "not float32 ones (torch.tensor([[], []]) is float32)")
+    _collate_refuses(fn, [[], []], "collate([[], []], max_len=5): every sequence empty")
 
 
 def _collate_empty_batch(fn):
-    _collate(fn, [], 5, 0, torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0, dtype=torch.bool),
-             "an empty batch: no sequences, tokens and keep of shape (0, 0)",
-             "with no sequences, t = 0: max() of nothing raises, so give it a default "
-             "(max(lengths, default=0)), and return (0, 0) tensors of the right dtypes")
+    _collate_refuses(fn, [], "collate([], max_len=5): an empty batch, no sequences")
 
 
 _SHARES_HINT = ("share_t = (weight[1] - weight[0]) . x_t / n, with n the review's number of real tokens, and "
