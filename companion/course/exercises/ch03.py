@@ -164,8 +164,8 @@ def _scores_float64_gradients(fn):
 def _scores_half_no_overflow(fn):
     Q = K = torch.full((1, 1024), 16.0, dtype=torch.float16)  # d_k = 1024: Q K^T = 262,144 > 65,504
     case = "float16 Q and K full of 16 with d_k = 1024: the product alone (262,144) overflows float16"
-    got = call(fn, case, "scale Q (or Q and K) before the product, as section 3.5 shows: (Q / sqrt(d_k)) @ K^T "
-               "stays in float16's range", Q=Q, K=K)
+    got = call(fn, case, "scale Q (or Q and K) before the product: (Q / sqrt(d_k)) @ K^T stays in "
+               "float16's range where Q @ K^T does not", Q=Q, K=K)
     expect_close(got, torch.tensor([[8192.0]], dtype=torch.float16), case,
                  "scale before the product: (Q / sqrt(d_k)) @ K.transpose(-2, -1)")
 
