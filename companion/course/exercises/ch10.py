@@ -30,9 +30,10 @@ def merge_partials(O1, L1, O2, L2):
     m = torch.maximum(L1, L2)                                          # (..., t_q)
     safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)      # both empty: no shift
     w1, w2 = torch.exp(L1 - safe), torch.exp(L2 - safe)                # (..., t_q), each <= 1
-    total = w1 + w2                                                    # 0 only if both are empty
-    L = safe + torch.log(total)                                        # -inf when both are empty
-    O = (w1[..., None] * O1 + w2[..., None] * O2) / torch.where(total > 0, total, 1)[..., None]
+    seen = (w1 + w2) > 0                                               # False only if both are empty
+    total = torch.where(seen, w1 + w2, 1)                              # never log(0) or x / 0: no NaN gradient
+    L = torch.where(seen, safe + torch.log(total), -math.inf)          # -inf when both are empty
+    O = (w1[..., None] * O1 + w2[..., None] * O2) / total[..., None]   # 0 when both are empty
     return O, L
 
 
@@ -218,6 +219,42 @@ def _merge_gradients(fn):
     O = w[..., :1] * leaves[0] + w[..., 1:] * leaves[2]
     L = torch.logsumexp(torch.stack([leaves[1], leaves[3]], dim=-1), dim=-1)
     expected = torch.autograd.grad((O, L), leaves, (dO, dL))
+    for name, g, e in zip(("O1", "L1", "O2", "L2"), grads, expected):
+        if g is None:
+            raise Mismatch(f"{case}: no gradient reaches {name}. Hint: {hint}")
+        expect_close(g, e, f"{case}: the gradient with respect to {name}", hint)
+
+
+def _merge_empty_gradients(fn):
+    # four queries: both sets empty, only the first, only the second, neither (-inf per query)
+    inf = math.inf
+    L1 = torch.tensor([-inf, -inf, 0.5, 0.0], dtype=torch.float64, requires_grad=True)
+    L2 = torch.tensor([-inf, 1.0, -inf, 1.0], dtype=torch.float64, requires_grad=True)
+    O1 = torch.tensor([[0.0, 0.0], [0.0, 0.0], [3.0, -1.0], [1.0, 1.0]], dtype=torch.float64,
+                      requires_grad=True)
+    O2 = torch.tensor([[0.0, 0.0], [2.0, 5.0], [0.0, 0.0], [2.0, 2.0]], dtype=torch.float64,
+                      requires_grad=True)
+    case = ("float64 gradients where sets are empty (4 queries, L1 = [-inf, -inf, 0.5, 0], L2 = [-inf, 1, -inf, "
+            "1]): finite everywhere, and 0 for the query whose two sets are both empty")
+    hint = ("torch.where picks a value but not a gradient: the branch it discards is still differentiated, and "
+            "0 * NaN is NaN. Never compute exp(-inf - (-inf)), log(0) or x / 0 at all, even in a branch you "
+            "discard: shift by 0 where both L are -inf, and replace a sum of 0 by 1 before log and division")
+    got = call(fn, case, hint, O1=O1, L1=L1, O2=O2, L2=L2)
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise Mismatch(f"{case}: expected a tuple (O, L), got {type(got).__name__}. Hint: return O, L")
+    for name, x in (("O", got[0]), ("L", got[1])):
+        if not isinstance(x, torch.Tensor) or x.grad_fn is None:
+            raise Mismatch(f"{case}: {name} carries no gradient. Hint: no .detach() or torch.no_grad()")
+    dO = torch.tensor([[1.0, -2.0], [0.5, 1.0], [-1.0, 2.0], [1.5, 0.5]], dtype=torch.float64)
+    dL = torch.tensor([1.0, -0.5, 2.0, 0.75], dtype=torch.float64)
+    grads = torch.autograd.grad(got, (O1, L1, O2, L2), (dO, dL), allow_unused=True)
+    # by hand: w = each set's share of the union (0 for an empty set, and for both when both are empty),
+    # O = w1 O1 + w2 O2 and L = log(e^L1 + e^L2), so dO1 = w1 dO, dL1 = w1 (dL + dO . (O1 - O)), and so on
+    w1 = torch.tensor([0.0, 0.0, 1.0, 1 / (1 + math.e)], dtype=torch.float64)
+    w2 = torch.tensor([0.0, 1.0, 0.0, math.e / (1 + math.e)], dtype=torch.float64)
+    O = w1[:, None] * O1.detach() + w2[:, None] * O2.detach()
+    expected = (w1[:, None] * dO, w1 * (dL + (dO * (O1.detach() - O)).sum(-1)),
+                w2[:, None] * dO, w2 * (dL + (dO * (O2.detach() - O)).sum(-1)))
     for name, g, e in zip(("O1", "L1", "O2", "L2"), grads, expected):
         if g is None:
             raise Mismatch(f"{case}: no gradient reaches {name}. Hint: {hint}")
@@ -536,8 +573,9 @@ def _window_long(fn):
 
 EXERCISES = (
     Exercise("ch10-merge", "merging two partial attention results", "merge_partials",
-             (_merge_by_hand, _merge_unequal, _merge_batched, _merge_empty, _merge_empty_for_some, _merge_empty_half,
-              _merge_large, _merge_very_negative, _merge_many, _merge_gradients),
+             (_merge_by_hand, _merge_unequal, _merge_batched, _merge_empty, _merge_empty_for_some,
+              _merge_empty_gradients, _merge_empty_half, _merge_large, _merge_very_negative, _merge_many,
+              _merge_gradients),
              merge_partials, forbidden=("logsumexp", "logaddexp", "softmax", "log_softmax", "online_softmax"),
              allows=Allows(lambda randn: dict(O1=randn(4, 3), L1=randn(4), O2=randn(4, 3), L2=randn(4)),
                            batched=("O1", "L1", "O2", "L2"), half=True, large={"L1": 100.0, "L2": 100.0})),
