@@ -20,8 +20,7 @@ import torch
 _allclose, _equal, _isfinite, _is_tensor = torch.allclose, torch.equal, torch.isfinite, torch.is_tensor
 
 
-RULE = ("an exercise cell may use math, np, torch, F and nn, your functions from the earlier exercises "
-        "of this chapter, and what the cell imports itself (but not companion)")
+from ..rule import RULE  # the one rule, quoted in the checks' hints
 
 
 class Mismatch(AssertionError):
