@@ -1,5 +1,5 @@
-"""Chapter 4 exercises: split the heads, merge them back, multi-head attention from per-head
-weight matrices, and removing one head (ablation).
+"""Chapter 4 exercises: multi-head attention from per-head weight matrices, split the heads,
+merge them back, and removing one head (ablation), in the order the chapter asks them.
 
 Checks compare with values computed by hand or by plain PyTorch, never with the solutions.
 Their shapes keep t != d_k, h > 1 and d_k != h, so that a reshape without the transpose, heads
@@ -36,12 +36,16 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     """X_q (batch, t_q, d_model), X_kv (batch, t_k, d_model); per-head weights
     W_q, W_k (h, d_model, d_k), W_v (h, d_model, d_v); W_o (h * d_v, d_model)
     -> (batch, t_q, d_model)."""
+    h, _, d_v = W_v.shape
     Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)    # (batch, h, t_q, d_k)
     K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)   # (batch, h, t_k, d_k)
     V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)   # (batch, h, t_k, d_v)
     scores = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
     heads = torch.softmax(scores, dim=-1) @ V      # (batch, h, t_q, d_v)
-    return merge_heads(heads) @ W_o                # (batch, t_q, d_model)
+    # Concat(head_1 .. head_h) W_o = the sum over i of head_i times W_o's
+    # rows i d_v .. (i + 1) d_v - 1, the block that multiplies head i
+    W_o = W_o.reshape(h, d_v, -1)                  # (h, d_v, d_model)
+    return torch.einsum("bhtv,hvd->btd", heads, W_o)  # (batch, t_q, d_model)
 
 
 def ablate_head(Z, num_heads, head):
@@ -317,13 +321,6 @@ def _ablate_non_finite(fn):
 
 
 EXERCISES = (
-    Exercise("ch04-split-heads", "(batch, t, d_model) -> (batch, h, t, d_k)", "split_heads",
-             (_split_by_hand, _split_shapes, _split_one_head, _split_many_heads, _split_empty,
-              _split_float64_gradients),
-             split_heads),
-    Exercise("ch04-merge-heads", "(batch, h, t, d_k) -> (batch, t, h d_k)", "merge_heads",
-             (_merge_by_hand, _merge_shapes, _merge_inverse, _merge_one_token, _merge_empty, _merge_float64_gradients),
-             merge_heads),
     Exercise("ch04-multi-head", "multi-head attention from per-head weights", "multi_head_attention",
              (_mha_by_hand, _mha_cross, _mha_w_o, _mha_head_order, _mha_batch_of_one, _mha_float64_gradients),
              multi_head_attention,
@@ -332,6 +329,13 @@ EXERCISES = (
                                               W_k=0.4 * randn(2, 6, 3), W_v=0.4 * randn(2, 6, 2),
                                               W_o=0.4 * randn(4, 6)),
                            half=True, large={"X_q": 40.0})),
+    Exercise("ch04-split-heads", "(batch, t, d_model) -> (batch, h, t, d_k)", "split_heads",
+             (_split_by_hand, _split_shapes, _split_one_head, _split_many_heads, _split_empty,
+              _split_float64_gradients),
+             split_heads),
+    Exercise("ch04-merge-heads", "(batch, h, t, d_k) -> (batch, t, h d_k)", "merge_heads",
+             (_merge_by_hand, _merge_shapes, _merge_inverse, _merge_one_token, _merge_empty, _merge_float64_gradients),
+             merge_heads),
     Exercise("ch04-ablate-head", "remove one head before W_o", "ablate_head",
              (_ablate_by_hand, _ablate_width, _ablate_first, _ablate_2d, _ablate_unchanged, _ablate_not_contiguous,
               _ablate_float64_gradients, _ablate_non_finite),
