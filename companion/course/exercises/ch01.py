@@ -20,6 +20,9 @@ def softargmax(scores, beta=1.0):
     # exp of a large number overflows; shifting each row by its max changes nothing.
     # Shift first, then scale: beta * (s - max s) <= 0 even where beta * s overflows
     z = scores - scores.max(dim=-1, keepdim=True).values
+    # a beta beyond the dtype's range (1e39 in float32) would become inf, and inf * 0
+    # is NaN at the maximum; the dtype's largest number already gives the hard limit
+    beta = min(beta, torch.finfo(scores.dtype).max)
     e = torch.exp(beta * z)
     return e / e.sum(dim=-1, keepdim=True)
 
@@ -123,6 +126,16 @@ def _softargmax_huge_beta(fn):
     hint = ("beta * scores overflows float32 here (its largest number is 3.4e38): shift first, then scale, "
             "as in exp(beta * (scores - max)), so that what is multiplied by beta is <= 0")
     expect_close(call(fn, case, hint, scores=scores, beta=1e38), torch.tensor([[0.0, 1.0], [1.0, 0.0]]), case, hint)
+
+
+def _softargmax_beta_beyond_dtype(fn):
+    hint = ("beta = 1e39 is finite but beyond the dtype's range: beta becomes inf, and inf * 0 is NaN "
+            "at the maximum; cap beta at torch.finfo(scores.dtype).max, which already gives the hard limit")
+    for dtype in (torch.float32, torch.bfloat16):
+        scores = torch.tensor([[2.0, 4.0], [-1.0, -3.0], [5.0, 5.0]], dtype=dtype)
+        case = f"softargmax of {dtype} [[2, 4], [-1, -3], [5, 5]], beta=1e39 (finite, beyond the dtype's range)"
+        expected = torch.tensor([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]], dtype=dtype)
+        expect_close(call(fn, case, hint, scores=scores, beta=1e39), expected, case, hint)
 
 
 def _softargmax_gradients(fn):
@@ -348,7 +361,8 @@ EXERCISES = (
     Exercise("ch01-softargmax", "soft argmax with inverse temperature", "softargmax",
              (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
               _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_half_precision,
-              _softargmax_half_small_differences, _softargmax_huge_beta, _softargmax_gradients,
+              _softargmax_half_small_differences, _softargmax_huge_beta, _softargmax_beta_beyond_dtype,
+              _softargmax_gradients,
               _softargmax_masked, _softargmax_float64), softargmax,
              forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin"),
              allows=Allows(lambda randn: {"scores": randn(5), "beta": 2.0}, batched=("scores",), half=True,
