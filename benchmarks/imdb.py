@@ -41,7 +41,7 @@ ALL = [*CONFIGS, "tfidf"]
 
 # The ablation table: the course model with one of its choices undone (towards the seed and
 # Keras configs) or changed in an attempt to beat TF-IDF (wider, more dropout, every word pair
-# seen twice, more weight decay, a third epoch: chapter 7 chooses among them on validation), one
+# seen twice, more weight decay, a third epoch: chapter 7 reports them (the course settings were fixed before they ran)), one
 # full training run per row; the course model itself is the main table's row. "seed" is not a
 # setting but the training seed (initialisation and batch order): the last two rows train the
 # course model unchanged, so the spread of three runs measures the noise.

@@ -156,6 +156,14 @@ def _collate_real_token_equal_to_pad_id(fn):
              "a real token can have id pad_id: build keep from each sequence's length, not from tokens != pad_id")
 
 
+def _collate_pad_id_inside_and_at_the_end(fn):
+    _collate(fn, [[5, 0, 6], [7, 0]], 5, 0, torch.tensor([[5, 0, 6], [7, 0, 0]]),
+             torch.tensor([[True, True, True], [True, True, False]]),
+             "collate([[5, 0, 6], [7, 0]], pad_id=0): real tokens equal to pad_id in the middle and at the end",
+             "a real token can have id pad_id anywhere in a sequence, even last: build keep from each "
+             "sequence's length, never from the token ids")
+
+
 def _collate_keeps_the_order(fn):
     _collate(fn, [[1], [2, 3, 4], [1], [5, 6]], 3, 0, torch.tensor([[1, 0, 0], [2, 3, 4], [1, 0, 0], [5, 6, 0]]),
              torch.tensor([[True, False, False], [True] * 3, [True, False, False], [True, True, False]]),
@@ -191,6 +199,10 @@ def _collate_refuses(fn, sequences, case):
 
 def _collate_empty_sequence(fn):
     _collate_refuses(fn, [[], [3, 4]], "collate([[], [3, 4]], max_len=5): an empty sequence in the batch")
+
+
+def _collate_empty_sequence_not_first(fn):
+    _collate_refuses(fn, [[3, 4], []], "collate([[3, 4], []], max_len=5): an empty sequence after a full one")
 
 
 def _collate_all_empty(fn):
@@ -274,7 +286,8 @@ _KEEP = torch.tensor([[True] * 5, [True, False, True, False, False], [False] * 4
 EXERCISES = (
     Exercise("ch07-collate", "truncate, pad and mask a batch", "collate",
              (_collate_by_hand, _collate_truncates, _collate_pad_id, _collate_real_token_equal_to_pad_id,
-              _collate_keeps_the_order, _collate_batch_of_one, _collate_empty_sequence, _collate_all_empty,
+              _collate_pad_id_inside_and_at_the_end, _collate_keeps_the_order, _collate_batch_of_one,
+              _collate_empty_sequence, _collate_empty_sequence_not_first, _collate_all_empty,
               _collate_empty_batch), collate),
     Exercise("ch07-masked-mean", "padding-aware mean pooling", "masked_mean",
              (_mean_by_hand, _mean_ragged_batch, _mean_ignores_padding_values, _mean_inf_nan_padding,
