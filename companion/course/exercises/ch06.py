@@ -214,6 +214,10 @@ def _additive_float64_gradients(fn):
             "build the -inf with masked_fill or torch.where")
     context, weights = _additive(fn, inputs, case, hint)
     expect_gradients_reach((context, weights), inputs, case, hint)
+    # the context alone must train the scorer too (w.detach() in it would not): a fresh graph
+    case = f"{case}, the context alone"
+    context, _ = _additive(fn, inputs, case, hint)
+    expect_gradients_reach((context,), inputs, case, hint)
 
 
 # greedy --------------------------------------------------------------------------
@@ -463,7 +467,8 @@ EXERCISES = (
     Exercise("ch06-conv", "the feed-forward network as a 1-D convolution", "conv_feed_forward",
              (_ffn_by_hand, _ffn_shapes, _ffn_square, _ffn_one, _ffn_not_contiguous, _ffn_float64_gradients),
              conv_feed_forward,
-             forbidden=("@", "linear", "Linear", "matmul", "mm", "bmm", "mv", "einsum", "tensordot", "inner"),
+             forbidden=("@", "linear", "Linear", "matmul", "mm", "bmm", "mv", "einsum", "tensordot", "inner",
+                        "addmm", "addmv", "baddbmm", "dot", "outer", "multi_dot", "chain_matmul"),
              allows=Allows(lambda randn: dict(x=randn(2, 3, 4), W1=0.5 * randn(5, 4), b1=randn(5), W2=0.5 * randn(4, 5),
                                               b2=randn(4)), half=True)),
     Exercise("ch06-causal", "the decoder's causal mask", "decoder_mask",
