@@ -5,7 +5,8 @@ Checks compare with values computed by hand or by plain loops (a probability per
 softmax written out, attention over the whole sequence row by row), never with the solutions.
 Their traps: uniform logits, whose cost is exactly 1 bit in base 2 but 0.693 in base e;
 targets that differ from the current token, so predicting the current character fails;
-temperatures above and below 1, so multiplying by T fails; ties at the k-th logit; confident
+temperatures above and below 1, so multiplying by T fails; ties at the k-th logit; at T = 0, logits
+closer than a softmax's rounding, so a greedy choice made from the probabilities fails; confident
 logits whose naive exp/log overflows; d_k != d_v != d_model, so a wrong scale or a missing
 transpose fails; an empty cache.
 """
@@ -199,6 +200,22 @@ def _probs_greedy(fn):
            "NaN or inf); on a tie, the first one (what argmax returns)")
 
 
+def _probs_greedy_close(fn):
+    hint = ("at T = 0 take the argmax of the logits themselves: a softmax first rounds logits that are closer "
+            "than its rounding step (about 6e-8 near a probability of 1 in float32) to one probability, and "
+            "argmax then takes the first of a tie that the logits do not have")
+    _probs(fn, torch.tensor([[1e-8, 3e-8, 2e-8, -1.0], [-1.0, 2e-8, 1e-8, 3e-8]]), 0, None,
+           "T = 0, float32 logits [[1e-8, 3e-8, 2e-8, -1], [-1, 2e-8, 1e-8, 3e-8]]: distinct logits that a "
+           "softmax rounds to one probability", hint)
+    _probs(fn, torch.tensor([[2e-8, -1.0, 3e-8, 1e-8]]), 0, 2,
+           "T = 0, top_k = 2, float32 logits [2e-8, -1, 3e-8, 1e-8]: the highest is the third", hint)
+    _probs(fn, torch.tensor([[1e-17, 3e-17, 2e-17, -1.0]], dtype=torch.float64), 0, None,
+           "T = 0, float64 logits [1e-17, 3e-17, 2e-17, -1]: the highest is the second", hint)
+    tiny = 2.0 ** -24  # float16's smallest number above 0
+    _probs(fn, torch.tensor([[0.0, tiny, 2 * tiny, -1.0]], dtype=torch.float16), 0, None,
+           "T = 0, float16 logits [0, 2**-24, 2**-23, -1]: the highest is the third", hint)
+
+
 def _probs_top_k(fn):
     logits = torch.tensor([[0.1, 2.0, 1.5, -0.3, 1.0, 0.7], [3.0, -2.0, 0.0, 1.0, 2.5, 0.5]])
     _probs(fn, logits, 1.0, 2, "top_k = 2 in two rows whose best characters are in different places",
@@ -368,9 +385,9 @@ EXERCISES = (
              bits_per_char, forbidden=("evaluate_bits_per_char",),
              allows=Allows(lambda randn: {"logits": randn(2, 4, 5), "ids": _IDS}, half=True)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",
-             (_probs_temperatures, _probs_greedy, _probs_top_k, _probs_tie_at_k, _probs_no_top_k, _probs_confident,
-              _probs_half_precision, _probs_small_temperature_half, _probs_dropped_stay_dropped,
-              _probs_tiny_temperature),
+             (_probs_temperatures, _probs_greedy, _probs_greedy_close, _probs_top_k, _probs_tie_at_k,
+              _probs_no_top_k, _probs_confident, _probs_half_precision, _probs_small_temperature_half,
+              _probs_dropped_stay_dropped, _probs_tiny_temperature),
              temperature_probs, forbidden=("next_token_probs", "sample_next_token", "softargmax", "hardargmax")),
     Exercise("ch08-cache", "one step of the key-value cache", "attend_with_cache",
              (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients, _step_trained_cache),
