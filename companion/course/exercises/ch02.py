@@ -12,7 +12,8 @@ import math
 
 import torch
 
-from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient
+from ._core import (Allows, Exercise, Mismatch, call, draws, expect_close, expect_equal, expect_gradient,
+                    expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -134,11 +135,12 @@ def _one_float64(fn):
 
 
 def _one_gradients(fn):
-    case = "weights that require gradients (the projections are learned)"
+    case = "X and W_q requiring gradients (the tokens and the projections are learned)"
     hint = "stay in PyTorch operations (no .numpy(), .item(), .tolist(), .detach() or torch.no_grad())"
     X, W_q, W_k, W_v = _WIDE
-    W_q = W_q.clone().requires_grad_(True)
-    expect_gradient(_one(fn, X, 3, W_q, W_k, W_v, case, hint), case, hint)
+    X, W_q = X.clone().requires_grad_(True), W_q.clone().requires_grad_(True)
+    got = _one(fn, X, 3, W_q, W_k, W_v, case, hint)
+    expect_gradients_reach((got,), {"X": X, "W_q": W_q}, case, hint)
 
 
 # equivariance_gap -----------------------------------------------------------------
@@ -301,11 +303,12 @@ def _cross_batch_of_one(fn):
 
 
 def _cross_float64_gradients(fn):
-    case = "float64 inputs, W_k requiring gradients"
+    case = "float64 inputs, Y, X, W_q, W_k and W_v requiring gradients"
     hint = "compute in the inputs' dtype, in PyTorch operations (no .detach(), .numpy() or torch.no_grad())"
-    Y, X, W_q, W_k, W_v = (w.double() for w in _CROSS)
-    W_k = W_k.clone().requires_grad_(True)
-    expect_gradient(_cross(fn, Y, X, W_q, W_k, W_v, case, hint), case, hint)
+    inputs = {name: w.double().clone().requires_grad_(True)
+              for name, w in zip(("Y", "X", "W_q", "W_k", "W_v"), _CROSS)}
+    got = _cross(fn, **inputs, case=case, hint=hint)
+    expect_gradients_reach((got,), inputs, case, hint)
 
 
 # lengths_to_mask ----------------------------------------------------------------------
@@ -447,14 +450,14 @@ def _masked_gradients(fn):
     randn = draws(26)
     Q0, K0, V0 = randn(3, 2), randn(4, 2), randn(4, 3)
     mask = torch.tensor([[True, False, True, False], [False, False, False, False], [True, True, True, True]])
-    Q, K = Q0.clone().requires_grad_(True), K0.clone().requires_grad_(True)
-    got = _masked(fn, Q, K, V0, mask, case, hint)
+    Q, K, V = (x.clone().requires_grad_(True) for x in (Q0, K0, V0))
+    got = _masked(fn, Q, K, V, mask, case, hint)
     expect_gradient(got, case, hint)
     weights = torch.arange(9.0).reshape(3, 3)
     (got * weights).sum().backward()
-    Qr, Kr = Q0.clone().requires_grad_(True), K0.clone().requires_grad_(True)
-    (_attention(Qr, Kr, V0, mask) * weights).sum().backward()  # finite: rows with a key only
-    for name, mine, ref in (("Q", Q.grad, Qr.grad), ("K", K.grad, Kr.grad)):
+    Qr, Kr, Vr = (x.clone().requires_grad_(True) for x in (Q0, K0, V0))
+    (_attention(Qr, Kr, Vr, mask) * weights).sum().backward()  # finite: rows with a key only
+    for name, mine, ref in (("Q", Q.grad, Qr.grad), ("K", K.grad, Kr.grad), ("V", V.grad, Vr.grad)):
         if mine is None or not bool(torch.isfinite(mine).all()) or not torch.allclose(mine, ref, atol=1e-5):
             shown = "None" if mine is None else mine.tolist()
             raise Mismatch(f"{case}: the gradient with respect to {name} is {shown}, expected "
