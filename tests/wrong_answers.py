@@ -87,6 +87,39 @@ def softargmax(scores, beta=1.0):
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     return torch.from_numpy(e / e.sum(axis=-1, keepdims=True))
 """),
+        ("masked (-inf) scores replaced by 0, as if they were real scores", """
+def softargmax(scores, beta=1.0):
+    s = torch.where(torch.isinf(scores), torch.zeros_like(scores), scores)
+    e = torch.exp(beta * (s - s.max(dim=-1, keepdim=True).values))
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("masked scores filled with -1e4: a real score below -1e4 loses to the mask", """
+def softargmax(scores, beta=1.0):
+    s = scores.masked_fill(scores == float("-inf"), -1e4)
+    e = torch.exp(beta * (s - s.max(dim=-1, keepdim=True).values))
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("torch.where after an exp that overflowed: right values, NaN gradient", """
+def softargmax(scores, beta=1.0):
+    masked = torch.isinf(scores)
+    m = scores.max(dim=-1, keepdim=True).values
+    s = torch.where(masked, torch.zeros_like(scores), scores)
+    e = torch.where(masked, torch.zeros_like(s), torch.exp(beta * (s - m)))
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
+        ("half types upcast, beta not capped: beta=1e39 is inf in float32, inf * 0 is NaN", """
+def softargmax(scores, beta=1.0):
+    dtype = scores.dtype
+    x = scores.float() if dtype in (torch.float16, torch.bfloat16) else scores
+    gap = x - x.max(dim=-1, keepdim=True).values
+    e = torch.exp(beta * gap)
+    return (e / e.sum(-1, keepdim=True)).to(dtype)
+"""),
+        ("shift, then scale, beta not capped: beta=1e39 overflows float32 and bfloat16", """
+def softargmax(scores, beta=1.0):
+    e = torch.exp(beta * (scores - scores.max(-1, keepdim=True).values))
+    return e / e.sum(-1, keepdim=True)
+"""),
     ],
     "ch01-hardargmax": [
         ("returns the index", """
@@ -259,6 +292,13 @@ def self_attention(X, beta=1.0):
 """),
     ],
     "ch02-attend-one": [
+        ("detaches X: no gradient reaches the tokens", """
+def attend_one(X, i, W_q, W_k, W_v):
+    X = X.detach().clone()
+    q = X[i] @ W_q
+    s = (X @ W_k) @ q / math.sqrt(W_q.shape[-1])
+    return torch.softmax(s, dim=-1) @ (X @ W_v)
+"""),
         ("divides by sqrt(d_model)", """
 def attend_one(X, i, W_q, W_k, W_v):
     q = X[i] @ W_q
@@ -375,6 +415,12 @@ def equivariance_gap(f, X, perm):
 """),
     ],
     "ch02-cross-attention": [
+        ("detaches Y and X: no gradient reaches the inputs", """
+def cross_attention(Y, X, W_q, W_k, W_v):
+    Y, X = Y.detach().clone(), X.detach().clone()
+    Q, K, V = Y @ W_q, X @ W_k, X @ W_v
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), -1) @ V
+"""),
         ("queries and keys swapped", """
 def cross_attention(Y, X, W_q, W_k, W_v):
     Q, K, V = X @ W_q, Y @ W_k, X @ W_v
@@ -483,6 +529,12 @@ def lengths_to_mask(lengths, t_k):
 """),
     ],
     "ch02-masked-attention": [
+        ("-inf then torch.where after the product: NaN reaches V.grad", """
+def masked_attention(Q, K, V, mask):
+    S = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~mask, float("-inf"))
+    out = torch.softmax(S, -1) @ V
+    return torch.where(mask.any(-1, keepdim=True), out, torch.zeros((), dtype=out.dtype))
+"""),
         ("the opposite convention: masks where True", """
 def masked_attention(Q, K, V, mask):
     s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
@@ -853,7 +905,7 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
     V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
     s = Q @ K.transpose(-2, -1) / math.sqrt(X_q.shape[-1])
-    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+    return (torch.softmax(s, dim=-1) @ V).transpose(1, 2).flatten(2) @ W_o
 """),
         ("divides by sqrt(d_v)", """
 def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
@@ -861,7 +913,7 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
     V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
     s = Q @ K.transpose(-2, -1) / math.sqrt(V.shape[-1])
-    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+    return (torch.softmax(s, dim=-1) @ V).transpose(1, 2).flatten(2) @ W_o
 """),
         ("keys and values from X_q (self-attention only)", """
 def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
@@ -869,7 +921,7 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     K = torch.einsum("btd,hdk->bhtk", X_q, W_k)
     V = torch.einsum("btd,hdv->bhtv", X_q, W_v)
     s = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
-    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+    return (torch.softmax(s, dim=-1) @ V).transpose(1, 2).flatten(2) @ W_o
 """),
         ("merges without the transpose", """
 def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
@@ -887,7 +939,7 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
     V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
     s = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
-    return merge_heads(torch.softmax(s, dim=-2) @ V) @ W_o
+    return (torch.softmax(s, dim=-2) @ V).transpose(1, 2).flatten(2) @ W_o
 """),
         ("W_o applied to every head, then summed", """
 def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
@@ -903,7 +955,7 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
     K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
     V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
-    return merge_heads(torch.softmax(Q @ K.transpose(-2, -1), dim=-1) @ V) @ W_o
+    return (torch.softmax(Q @ K.transpose(-2, -1), dim=-1) @ V).transpose(1, 2).flatten(2) @ W_o
 """),
         ("computes in float32", """
 def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
@@ -912,14 +964,14 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
     V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
     s = Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1])
-    return merge_heads(torch.softmax(s, dim=-1) @ V) @ W_o
+    return (torch.softmax(s, dim=-1) @ V).transpose(1, 2).flatten(2) @ W_o
 """),
         ("uses F.scaled_dot_product_attention (forbidden)", """
 def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
     Q = torch.einsum("btd,hdk->bhtk", X_q, W_q)
     K = torch.einsum("btd,hdk->bhtk", X_kv, W_k)
     V = torch.einsum("btd,hdv->bhtv", X_kv, W_v)
-    return merge_heads(F.scaled_dot_product_attention(Q, K, V)) @ W_o
+    return (F.scaled_dot_product_attention(Q, K, V)).transpose(1, 2).flatten(2) @ W_o
 """),
     ],
     "ch04-ablate-head": [
@@ -1383,6 +1435,68 @@ def collate(sequences, max_len, pad_id=0):
     for s in sequences:
         if list(s[:max_len]) not in cut:
             cut.append(list(s[:max_len]))
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(cut), t, dtype=torch.bool)
+    for i, s in enumerate(cut):
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        keep[i, :len(s)] = True
+    return tokens, keep
+"""),
+        ("an empty sequence becomes a row of padding (no ValueError)", """
+def collate(sequences, max_len, pad_id=0):
+    cut = [list(s[:max_len]) for s in sequences]
+    t = max((len(s) for s in cut), default=0)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(cut), t, dtype=torch.bool)
+    for i, s in enumerate(cut):
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        keep[i, :len(s)] = True
+    return tokens, keep
+"""),
+        ("refuses an empty batch but not an empty sequence in it", """
+def collate(sequences, max_len, pad_id=0):
+    if not sequences:
+        raise ValueError("no sequences")
+    cut = [list(s[:max_len]) for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    keep = torch.zeros(len(cut), t, dtype=torch.bool)
+    for i, s in enumerate(cut):
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        keep[i, :len(s)] = True
+    return tokens, keep
+"""),
+        ("keep up to the last id that is not pad_id", """
+def collate(sequences, max_len, pad_id=0):
+    if not sequences or any(len(s) == 0 for s in sequences):
+        raise ValueError("empty")
+    cut = [list(s[:max_len]) for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    for i, s in enumerate(cut):
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+    keep = (tokens != pad_id).flip(-1).cummax(-1).values.flip(-1)
+    return tokens, keep
+"""),
+        ("keep = tokens != pad_id, the first position always kept", """
+def collate(sequences, max_len, pad_id=0):
+    if not sequences or any(len(s) == 0 for s in sequences):
+        raise ValueError("empty")
+    cut = [list(s[:max_len]) for s in sequences]
+    t = max(len(s) for s in cut)
+    tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
+    for i, s in enumerate(cut):
+        tokens[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+    keep = tokens != pad_id
+    keep[:, 0] = True
+    return tokens, keep
+"""),
+        ("checks only the first sequence for emptiness", """
+def collate(sequences, max_len, pad_id=0):
+    if not sequences or len(sequences[0]) == 0:
+        raise ValueError("empty")
+    cut = [list(s[:max_len]) for s in sequences]
     t = max(len(s) for s in cut)
     tokens = torch.full((len(cut), t), pad_id, dtype=torch.long)
     keep = torch.zeros(len(cut), t, dtype=torch.bool)
@@ -2020,6 +2134,17 @@ def temperature_probs(logits, temperature, top_k=None):
         return F.one_hot(last, logits.shape[-1]).to(logits.dtype)
     return torch.softmax(logits / temperature, dim=-1)
 """),
+        ("greedy from the softmax's probabilities: logits closer than its rounding tie", """
+def temperature_probs(logits, temperature, top_k=None):
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    shifted = logits - logits.max(dim=-1, keepdim=True).values
+    if temperature == 0:
+        best = torch.softmax(shifted, dim=-1).argmax(dim=-1, keepdim=True)
+        return torch.zeros_like(logits).scatter(-1, best, 1.0)
+    return torch.softmax(shifted / temperature, dim=-1)
+"""),
     ],
     "ch08-cache": [
         ("appends keys but not values", """
@@ -2149,6 +2274,18 @@ def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, bet
     x = word[input_ids] + token_type[input_ids % token_type.shape[0]] + position[:t]
     return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
 """),
+        ("word[input_ids] indexed directly: uint8 ids index as a boolean mask (issue 46)", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = word[input_ids] + token_type[token_type_ids] + position[:t]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
+        ("F.embedding for the lookups: refuses uint8 and int16 ids", """
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    t = input_ids.shape[1]
+    x = F.embedding(input_ids, word) + F.embedding(token_type_ids, token_type) + position[:t]
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
+"""),
     ],
     "ch09-layer-weights": [
         ("the layer prefix without its final dot", """
@@ -2268,6 +2405,47 @@ def layer_weights(checkpoint, i):
          "self_attn.W_qkv.bias": torch.cat([g("attention.self.key.bias"), g("attention.self.query.bias"),
                                             g("attention.self.value.bias")])}
     for p in ("weight", "bias"):
+        s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
+        s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
+        s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
+        s[f"feed_forward.linear2.{p}"] = g(f"output.dense.{p}")
+        s[f"norm2.{p}"] = g(f"output.LayerNorm.{p}")
+    return s
+"""),
+        ("the prefix without its dot, the first tensor of each name kept: right only in insertion order", """
+def layer_weights(checkpoint, i):
+    mine = {}
+    for name, t in checkpoint.items():
+        if name.startswith(f"encoder.layer.{i}"):
+            mine.setdefault(name.split(".", 3)[3], t)
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([mine[f"attention.self.query.{p}"], mine[f"attention.self.key.{p}"],
+                                               mine[f"attention.self.value.{p}"]])
+        s[f"self_attn.W_o.{p}"] = mine[f"attention.output.dense.{p}"]
+        s[f"norm1.{p}"] = mine[f"attention.output.LayerNorm.{p}"]
+        s[f"feed_forward.linear1.{p}"] = mine[f"intermediate.dense.{p}"]
+        s[f"feed_forward.linear2.{p}"] = mine[f"output.dense.{p}"]
+        s[f"norm2.{p}"] = mine[f"output.LayerNorm.{p}"]
+    return s
+"""),
+        ("tensors by their place in the dict, a reversed dict turned round and a sorted one read by name", """
+def layer_weights(checkpoint, i):
+    items = list(checkpoint.items())
+    if items[0][0].startswith("pooler"):  # stored back to front
+        items = items[::-1]
+    if [k for k, _ in items] == sorted(checkpoint):  # sorted names, as in a safetensors file
+        g = lambda n: checkpoint[f"encoder.layer.{i}.{n}"]
+    else:  # insertion order: query, key, value, attention.output.dense, ..., each weight then bias
+        order = ["attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                 "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"]
+        v = [t for k, t in items if k.startswith(f"encoder.layer.{i}.")]
+        table = {f"{n}.{p}": v[2 * k + j] for k, n in enumerate(order) for j, p in enumerate(("weight", "bias"))}
+        g = lambda n: table[n]
+    s = {}
+    for p in ("weight", "bias"):
+        s[f"self_attn.W_qkv.{p}"] = torch.cat([g(f"attention.self.query.{p}"), g(f"attention.self.key.{p}"),
+                                               g(f"attention.self.value.{p}")])
         s[f"self_attn.W_o.{p}"] = g(f"attention.output.dense.{p}")
         s[f"norm1.{p}"] = g(f"attention.output.LayerNorm.{p}")
         s[f"feed_forward.linear1.{p}"] = g(f"intermediate.dense.{p}")
@@ -4234,6 +4412,13 @@ def additive_attention(s, H, mask, W_q, W_k, v):
     w = torch.softmax(e, dim=-1)
     return (w[:, :, None] * H).sum(dim=1), w
 """),
+        ("the context built from w.detach(): only the weights output trains the scorer", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    e = torch.tanh((s @ W_q.T)[:, None] + H @ W_k.T) @ v
+    if mask is not None: e = e.masked_fill(~mask, float("-inf"))
+    w = torch.softmax(e, -1)
+    return (w.detach()[:, :, None] * H).sum(1), w
+"""),
     ],
     "ch10-expand-kv": [
         ("heads spread with a rounded linspace (right for 2 -> 4, wrong for 3 -> 12)", """
@@ -4253,6 +4438,16 @@ def merge_partials(O1, L1, O2, L2):
     a1, a2 = torch.exp(L1 - M), torch.exp(L2 - M)
     s = a1 + a2
     return (a1[..., None] * O1 + a2[..., None] * O2) / s[..., None], M + torch.log(s)
+"""),
+        ("both sets empty: torch.where repairs the value after exp(-inf - -inf), the gradient is NaN", """
+def merge_partials(O1, L1, O2, L2):
+    m = torch.maximum(L1, L2)
+    both = torch.isneginf(m)
+    w1 = torch.where(both, torch.zeros_like(m), torch.exp(L1 - m))
+    w2 = torch.where(both, torch.zeros_like(m), torch.exp(L2 - m))
+    s = w1 + w2
+    O = torch.where(both[..., None], torch.zeros_like(O1), (w1[..., None] * O1 + w2[..., None] * O2) / s[..., None])
+    return O, torch.where(both, m, m + torch.log(s))
 """),
     ],
 }

@@ -5,10 +5,11 @@ Checks compare with values computed by hand or by plain loops (a LayerNorm writt
 checkpoint dict built tensor by tensor, an average over the real tokens of each sentence),
 never with the solutions. Their traps: token types that are not all 0; positions that must
 start at 0; vectors of tiny variance, where LayerNorm's epsilon 1e-12 and PyTorch's default
-1e-5 disagree; a checkpoint with two layers, where layer 0 is not layer 1, and one with 12, where the names of layer 1
-start the names of layers 10 and 11; query, key and
-value weights of the same shape, so loading them in the wrong order is caught only by their
-values; padded positions holding large vectors, on the right and on the left; a batch of 1 without padding, where pooling
+1e-5 disagree; ids as uint8, which PyTorch's indexing reads as a boolean mask; a checkpoint with two
+layers, where layer 0 is not layer 1, and one with 12, where the names of layer 1 start the names of
+layers 10 and 11; names sorted, reversed and shuffled, so that no lookup is right by their
+order; query, key and value weights of the same shape, so loading them in the wrong order is
+caught only by their values; padded positions holding large vectors, on the right and on the left; a batch of 1 without padding, where pooling
 over padding is right by luck.
 """
 
@@ -26,12 +27,13 @@ from ._core import (Allows, Exercise, Mismatch, call, draws, expect_close, expec
 
 
 def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
-    """input_ids, token_type_ids: int (batch, t). word (vocab, d), position
-    (max_len, d), token_type (types, d), gamma and beta (d,): the tables.
-    -> LayerNorm(word[id] + position[i] + token_type[type]), (batch, t, d),
-    with BERT's epsilon 1e-12."""
+    """input_ids, token_type_ids: any integer dtype (batch, t). word (vocab, d),
+    position (max_len, d), token_type (types, d), gamma and beta (d,): the
+    tables. -> LayerNorm(word[id] + position[i] + token_type[type]),
+    (batch, t, d), with BERT's epsilon 1e-12."""
     t = input_ids.shape[1]
-    x = word[input_ids] + token_type[token_type_ids] + position[:t]  # positions 0..t-1
+    ids, types = input_ids.long(), token_type_ids.long()  # uint8: a mask
+    x = word[ids] + token_type[types] + position[:t]  # positions 0..t-1
     return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)
 
 
@@ -76,8 +78,8 @@ def _layer_norm_by_hand(x, gamma, beta, eps):
 
 def _embed_expected(input_ids, token_type_ids, word, position, token_type, gamma, beta):
     batch, t = input_ids.shape
-    rows = [[word[input_ids[b, i]].double() + position[i].double() + token_type[token_type_ids[b, i]].double()
-             for i in range(t)] for b in range(batch)]
+    rows = [[word[int(input_ids[b, i])].double() + position[i].double()
+             + token_type[int(token_type_ids[b, i])].double() for i in range(t)] for b in range(batch)]
     x = torch.stack([torch.stack(r) for r in rows])
     return _layer_norm_by_hand(x, gamma.double(), beta.double(), 1e-12).to(word.dtype)
 
@@ -127,6 +129,18 @@ def _embed_eps(fn):
            "tables of size 1e-4: the sum's variance (about 1e-8) is below PyTorch's default epsilon 1e-5",
            "BERT's LayerNorm adds eps = 1e-12 to the variance (config.json's layer_norm_eps), not nn.LayerNorm's "
            "default 1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)")
+
+
+def _embed_integer_ids(fn):
+    hint = ("PyTorch indexes with a uint8 (or bool) tensor as a mask, not with ids, and refuses int16 and int8 "
+            "indices: convert the ids to int64 first (input_ids.long(), token_type_ids.long())")
+    tables = _embed_tables(107, 6, 5, 2, 4)
+    _embed(fn, torch.tensor([[5, 0, 3, 1], [2, 2, 4, 0]], dtype=torch.uint8),
+           torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1]], dtype=torch.uint8), tables,
+           "input_ids and token_type_ids as uint8 (ids below 256 fit in a byte)", hint)
+    tables = _embed_tables(108, 7, 4, 2, 3)
+    _embed(fn, torch.tensor([[6, 1, 0]], dtype=torch.int16), torch.tensor([[1, 0, 1]], dtype=torch.int32),
+           tables, "input_ids as int16 and token_type_ids as int32", hint)
 
 
 def _embed_float64_gradients(fn):
@@ -199,8 +213,12 @@ def _which(tensor, checkpoint):
         return name_of(tensor)
     if tensor.dim() >= 1 and tensor.shape[0] % 3 == 0:
         names = [name_of(part) for part in tensor.chunk(3)]
+        layers = {n.split(".attention.self.")[0] for n in names if n}
+        if all(names) and len(layers) == 1:  # e.g. "[query.weight; ...] of encoder.layer.10 stacked"
+            parts = "; ".join(n.split("attention.self.")[-1] for n in names)
+            return f"[{parts}] of {layers.pop()} stacked"
         if all(names):
-            return "[" + "; ".join(n.split("attention.self.")[-1] for n in names) + "] stacked"
+            return "[" + "; ".join(names) + "] stacked"
     return None
 
 
@@ -223,6 +241,17 @@ def _layer(fn, checkpoint, i, case, hint):
             source = _which(tensor, checkpoint)
             found = f"; it holds {source}" if source else ""
             raise Mismatch(f"{case}: {key!r} has the wrong values{found}. Hint: {hint}")
+
+
+def _shuffled(checkpoint, seed):
+    """The same entries in a seeded random order: a lookup must go by name, never by place."""
+    items = list(checkpoint.items())
+    order = torch.randperm(len(items), generator=torch.Generator().manual_seed(seed)).tolist()
+    return dict(items[k] for k in order)
+
+
+_BY_NAME = ("find each tensor by its full name, never by its place in the dict or the first name that "
+            "starts or ends right: the checkpoint's names may come in any order")
 
 
 def _layer_one(fn):
@@ -253,16 +282,23 @@ def _layer_key_order(fn):
 
 
 def _layer_many(fn):
-    _layer(fn, _fake_checkpoint(104, 12, 2, 3), 1, "layer i = 1 of a 12-layer checkpoint",
-           "match the whole prefix f'encoder.layer.{i}.' with its final dot: 'encoder.layer.1' is also the "
-           "start of 'encoder.layer.10' and 'encoder.layer.11'")
+    hint = ("match the whole prefix f'encoder.layer.{i}.' with its final dot: 'encoder.layer.1' is also the "
+            "start of 'encoder.layer.10' and 'encoder.layer.11'; " + _BY_NAME)
+    checkpoint = _fake_checkpoint(104, 12, 2, 3)
+    _layer(fn, checkpoint, 1, "layer i = 1 of a 12-layer checkpoint", hint)
+    for i, seed in ((1, 204), (10, 205)):
+        _layer(fn, _shuffled(checkpoint, seed), i, f"layer i = {i} of a 12-layer checkpoint whose names come "
+               f"in a shuffled order", hint)
 
 
 def _layer_norms(fn):
-    _layer(fn, _fake_checkpoint(100, 3, 5, 7), 2, "layer 2 of 3, d_model 5, d_ff 7",
-           "norm1 is the LayerNorm after attention (attention.output.LayerNorm), norm2 the one after the "
-           "feed-forward block (output.LayerNorm); linear1 is intermediate.dense (d_ff, d_model), linear2 "
-           "output.dense (d_model, d_ff)")
+    hint = ("norm1 is the LayerNorm after attention (attention.output.LayerNorm), norm2 the one after the "
+            "feed-forward block (output.LayerNorm); linear1 is intermediate.dense (d_ff, d_model), linear2 "
+            "output.dense (d_model, d_ff)")
+    checkpoint = _fake_checkpoint(100, 3, 5, 7)
+    _layer(fn, checkpoint, 2, "layer 2 of 3, d_model 5, d_ff 7", hint)
+    _layer(fn, _shuffled(checkpoint, 206), 2, "layer 2 of 3, its names in a shuffled order",
+           hint + "; " + _BY_NAME)
 
 
 # --- checks: sentence_vectors ------------------------------------------------------------
@@ -352,7 +388,7 @@ EXERCISES = (
              layer_weights, forbidden=("layer_state_dict", "load_pretrained")),
     Exercise("ch09-embed", "BERT's input embeddings", "bert_embed",
              (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients,
-              _embed_every_row_learns),
+              _embed_every_row_learns, _embed_integer_ids),
              bert_embed, forbidden=("BertEncoder", "load_pretrained"),
              allows=Allows(lambda randn: dict(input_ids=torch.tensor([[1, 4, 2], [0, 3, 3]]),
                                               token_type_ids=torch.tensor([[0, 0, 1], [0, 1, 1]]), word=randn(5, 4),
