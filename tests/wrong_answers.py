@@ -652,8 +652,17 @@ def dot_variance(q, k):
 def dot_variance(q, k):
     return (q * k).var()
 """),
+        ("two-pass sum of squared deviations (overflows float16)", """
+def dot_variance(q, k):
+    d = (q * k).sum(dim=-1)
+    return ((d - d.mean()) ** 2).sum() / (d.numel() - 1)
+"""),
     ],
     "ch03-scaled-scores": [
+        ("K detached: no gradient to K", """
+def scaled_scores(Q, K):
+    return (Q / math.sqrt(Q.shape[-1])) @ K.detach().mT
+"""),
         ("divides by d_k", """
 def scaled_scores(Q, K):
     return Q @ K.transpose(-2, -1) / Q.shape[-1]
@@ -744,6 +753,10 @@ def prescale(Q, K):
 """),
     ],
     "ch03-row-entropy": [
+        ("clamps inside the log (1e-6)", """
+def row_entropy(A):
+    return -(A * A.clamp_min(1e-6).log()).sum(dim=-1)
+"""),
         ("NaN at zero weights", """
 def row_entropy(A):
     return -(A * A.log()).sum(dim=-1)

@@ -110,6 +110,17 @@ def _var_many_half(fn):
     expect_close(got, (q.double() * k.double()).sum(-1).var().to(torch.float16), case, hint)
 
 
+def _var_spread_half(fn):
+    q = torch.tensor([990.0, 1010.0] * 500, dtype=torch.float16)[:, None]  # dot products 990, 1010, ...
+    k = torch.ones(1000, 1, dtype=torch.float16)
+    case = ("1000 float16 dot products alternating 990 and 1010 (variance 100.1; their squared deviations "
+            "sum to 100,000, beyond float16)")
+    hint = ("nothing on the way may overflow float16 (largest number 65504): a two-pass sum of squared "
+            "deviations reaches 100,000; torch.var accumulates in float32, or average the squared deviations")
+    got = call(fn, case, hint, q=q, k=k)
+    expect_close(got, (q.double() * k.double()).sum(-1).var().to(torch.float16), case, hint)
+
+
 def _var_float64(fn):
     randn = draws(31)
     q, k = randn(20, 5).double(), randn(20, 5).double()
@@ -159,6 +170,18 @@ def _scores_float64_gradients(fn):
     Q = randn(2, 3).double().requires_grad_(True)
     expect_gradient(_scores(fn, Q, randn(4, 3).double(), case, hint), case, hint)
 
+
+def _scores_gradient_to_k(fn):
+    randn = draws(42)
+    case = "Q and K that both require gradients (W_q and W_k learn through them)"
+    hint = "keep K in the graph too: no K.detach(), torch.no_grad() or .numpy() on either input"
+    Q, K = randn(3, 5).requires_grad_(True), randn(4, 5).requires_grad_(True)
+    got = _scores(fn, Q, K, case, hint)
+    expect_gradient(got, case, hint)
+    gq, gk = torch.autograd.grad(got.sum(), (Q, K), allow_unused=True)
+    if gq is None or gk is None:
+        raise Mismatch(f"{case}: no gradient reaches {'Q' if gq is None else 'K'}. Hint: {hint}")
+    expect_close(gk, Q.detach().sum(0).expand(4, 5) / math.sqrt(5), case + ", the gradient for K", hint)
 
 
 def _scores_half_no_overflow(fn):
@@ -282,18 +305,25 @@ def _entropy_zeros_half_and_double(fn):
     _entropy(fn, A, expected, "float64 rows [0, 1] and [0.25, 0.75]: the first is exactly 0", hint)
 
 
+def _entropy_tiny_float64(fn):
+    A = torch.tensor([[1e-10, 1 - 1e-10]], dtype=torch.float64)
+    expected = torch.tensor([-(1e-10 * math.log(1e-10) + (1 - 1e-10) * math.log1p(-1e-10))], dtype=torch.float64)
+    _entropy(fn, A, expected, "a float64 row [1e-10, 1 - 1e-10] (entropy 2.4e-9)",
+             "no clamp inside the log: clamp_min(1e-6) turns log(1e-10) into log(1e-6); treat only exact zeros apart")
+
+
 EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
              (_var_by_hand, _var_many, _var_unbiased, _var_large_mean, _var_large_mean_float64, _var_large_mean_half,
-              _var_many_half, _var_float64), dot_variance,
+              _var_many_half, _var_spread_half, _var_float64), dot_variance,
              allows=Allows(lambda randn: {"q": randn(6, 5), "k": randn(6, 5)}, half=True)),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
              (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients,
-              _scores_half_no_overflow), scaled_scores,
+              _scores_gradient_to_k, _scores_half_no_overflow), scaled_scores,
              allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
-              _entropy_not_contiguous, _entropy_float64, _entropy_zeros_half_and_double), row_entropy,
+              _entropy_not_contiguous, _entropy_float64, _entropy_zeros_half_and_double, _entropy_tiny_float64), row_entropy,
              allows=Allows(lambda randn: {"A": torch.softmax(randn(6), -1)}, batched=("A",), half=True)),
     Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
              (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale,
