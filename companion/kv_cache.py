@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_same_dtype_device, check_tensor
+from ._checks import check_positive_int, check_same_dtype_device, check_tensor
 
 __all__ = ["KVCache", "MemoryCache"]
 
@@ -31,24 +31,46 @@ __all__ = ["KVCache", "MemoryCache"]
 class KVCache:
     """The keys and values one attention layer has seen so far (chapter 8).
 
-    Starts empty. :meth:`update` appends the new positions' keys and values and returns all of
-    them; ``len(cache)`` is the number of cached positions, so it is also the position of the
-    next token.
+    Starts empty. :meth:`update` writes the new positions' keys and values after the cached
+    ones and returns all of them; ``len(cache)`` is the number of cached positions, so it is
+    also the position of the next token.
+
+    The positions live in a buffer allocated once for ``max_len`` positions (a model's
+    ``new_caches()`` passes its own), so a step writes only its new positions: concatenating
+    instead would copy the whole cache at every step, ``O(t^2)`` numbers over ``t`` steps.
+    Without ``max_len`` the buffer doubles when full. While autograd records (keys that
+    require gradients), the cache concatenates instead, since writing into a tensor that an
+    earlier step saved for its backward pass would break it.
+
+    Args:
+        max_len: the most positions it will hold (a longer update is refused), or ``None``.
 
     Attributes:
-        K: ``(batch, num_heads, t, d_k)`` or ``None`` while empty.
-        V: ``(batch, num_heads, t, d_v)`` or ``None`` while empty.
+        K: ``(batch, num_heads, t, d_k)``, the cached keys, or ``None`` while empty.
+        V: ``(batch, num_heads, t, d_v)``, their values, or ``None`` while empty.
     """
 
-    def __init__(self) -> None:
-        self.K: torch.Tensor | None = None
-        self.V: torch.Tensor | None = None
+    def __init__(self, max_len: int | None = None) -> None:
+        if max_len is not None:
+            check_positive_int("max_len", max_len)
+        self.max_len = max_len
+        self._K: torch.Tensor | None = None  # (batch, num_heads, capacity, d_k)
+        self._V: torch.Tensor | None = None  # (batch, num_heads, capacity, d_v)
+        self._t = 0  # positions filled
+
+    @property
+    def K(self) -> torch.Tensor | None:
+        return None if self._K is None else self._K[:, :, :self._t]
+
+    @property
+    def V(self) -> torch.Tensor | None:
+        return None if self._V is None else self._V[:, :, :self._t]
 
     def __len__(self) -> int:
-        return 0 if self.K is None else self.K.size(2)
+        return self._t
 
     def update(self, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append the new positions and return every position's keys and values.
+        """Write the new positions after the cached ones and return every position's keys and values.
 
         Args:
             K: ``(batch, num_heads, t_new, d_k)``, the new positions' keys.
@@ -64,20 +86,39 @@ class KVCache:
             raise ValueError(f"K and V must agree on (batch, num_heads, t_new), got K {tuple(K.shape)} and "
                              f"V {tuple(V.shape)}: one value per key")
         check_same_dtype_device(K=K, V=V)
-        if self.K is not None:
-            if K.shape[:2] != self.K.shape[:2] or K.size(3) != self.K.size(3) or V.size(3) != self.V.size(3):
+        t, t_new = self._t, K.size(2)
+        if self._K is not None:
+            if K.shape[:2] != self._K.shape[:2] or K.size(3) != self._K.size(3) or V.size(3) != self._V.size(3):
                 raise ValueError(
                     f"the new keys {tuple(K.shape)} and values {tuple(V.shape)} do not continue the cached ones "
                     f"{tuple(self.K.shape)} and {tuple(self.V.shape)}: batch, num_heads and the head widths must "
                     "stay the same (start a new cache for a new batch of prompts)"
                 )
-            check_same_dtype_device(cached_K=self.K, K=K)
-        self.K = K if self.K is None else torch.cat([self.K, K], dim=2)  # (batch, num_heads, t + t_new, d_k)
-        self.V = V if self.V is None else torch.cat([self.V, V], dim=2)  # (batch, num_heads, t + t_new, d_v)
+            check_same_dtype_device(cached_K=self._K, K=K)
+        if self.max_len is not None and t + t_new > self.max_len:
+            raise ValueError(f"the cache holds at most max_len={self.max_len} positions; it has {t} and was given "
+                             f"{t_new} more: start a new cache (a model's window is its max_len)")
+        if torch.is_grad_enabled() and (K.requires_grad or V.requires_grad):  # keep autograd's saved tensors
+            self._K = K if self._K is None else torch.cat([self.K, K], dim=2)  # (batch, num_heads, t + t_new, d_k)
+            self._V = V if self._V is None else torch.cat([self.V, V], dim=2)
+        else:
+            if self._K is None or t + t_new > self._K.size(2):  # allocate, or grow
+                capacity = self.max_len or max(t + t_new, 2 * t)
+                self._K, self._V = self._grown(self._K, K, capacity), self._grown(self._V, V, capacity)
+            self._K[:, :, t:t + t_new] = K  # write the new positions in place
+            self._V[:, :, t:t + t_new] = V
+        self._t = t + t_new
         return self.K, self.V
 
+    def _grown(self, old: torch.Tensor | None, new: torch.Tensor, capacity: int) -> torch.Tensor:
+        """A buffer of ``capacity`` positions shaped like ``new``, holding ``old``'s filled positions."""
+        buffer = new.new_empty(new.size(0), new.size(1), capacity, new.size(3))
+        if old is not None:
+            buffer[:, :, :self._t] = old[:, :, :self._t]
+        return buffer
+
     def __repr__(self) -> str:
-        shape = "empty" if self.K is None else f"K {tuple(self.K.shape)}, V {tuple(self.V.shape)}"
+        shape = "empty" if self._K is None else f"K {tuple(self.K.shape)}, V {tuple(self.V.shape)}"
         return f"KVCache({shape})"
 
 
@@ -91,7 +132,7 @@ class MemoryCache(KVCache):
 
     def update(self, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the memory's ``K`` ``(batch, num_heads, t_src, d_k)`` and ``V``, once."""
-        if self.K is not None:
+        if len(self):
             raise ValueError("a MemoryCache holds one memory's keys and values and cannot be extended; "
                              "start a new one for a new memory")
         return super().update(K, V)

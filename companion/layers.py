@@ -1,12 +1,13 @@
 """Encoder and decoder layers (chapter 6).
 
 Each sublayer (attention or feed-forward) is wrapped in a residual connection and a
-LayerNorm. Where the LayerNorm goes is a real choice, and this module makes it explicit:
+LayerNorm. Where the LayerNorm goes is a real choice, and this module makes it explicit.
 
-The sublayers are named as in PyTorch's own layers and read top to bottom like the paper:
-``_sa_block`` (self-attention), ``_ca_block`` (cross-attention, decoder only) and
-``_ff_block`` (feed-forward), with ``norm1``, ``norm2`` (, ``norm3``) and ``dropout1``,
-``dropout2`` (, ``dropout3``) in the order the sublayers run.
+The sublayers are named as in PyTorch's own layers (``torch/nn/modules/transformer.py``) and
+read top to bottom like the paper: ``_sa_block`` (self-attention, shared by both layers),
+``_ca_block`` (cross-attention, decoder only) and ``_ff_block`` (feed-forward), with
+``norm1``, ``norm2`` (, ``norm3``) and ``dropout1``, ``dropout2`` (, ``dropout3``) declared in
+the order the sublayers run. Each ``forward`` has two branches, one per place of the norm:
 
 * ``norm_first=False`` (default, "post-norm", the paper's Figure 1 and PyTorch's default)::
 
@@ -46,40 +47,28 @@ def make_norm(norm: str, d_model: int, eps: float = 1e-5, bias: bool = True) -> 
 
 
 class _Layer(nn.Module):
-    """What encoder and decoder layers share: sizes, the feed-forward block, the residual wiring."""
+    """What encoder and decoder layers share: their sizes, the feed-forward network and the
+    self-attention block. Each layer declares its own norms and dropouts and wires them in its
+    ``forward``, one branch per order."""
 
-    def __init__(self, d_model: int, d_ff: int | None, dropout: float, activation: str, norm_first: bool,
-                 layer_norm_eps: float, bias: bool, num_sublayers: int, norm: str = "layer") -> None:
+    def __init__(self, d_model: int, d_ff: int | None, dropout: float, activation: str, norm: str,
+                 bias: bool) -> None:
         super().__init__()
         check_positive_int("d_model", d_model)
         check_choice("norm", norm, ("layer", "rms"))
         check_choice("activation", activation, (*ACTIVATIONS, "swiglu"))
-        self.d_model, self.norm_first = d_model, norm_first
+        self.d_model = d_model
         if activation == "swiglu":  # three matrices: as many parameters as two of width 4 d_model
             d_ff = swiglu_width(4 * d_model) if d_ff is None else d_ff
             self.feed_forward = SwiGLU(d_model, d_ff, dropout, bias)
         else:
             d_ff = 4 * d_model if d_ff is None else d_ff
             self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
-        for i in range(1, num_sublayers + 1):  # norm1, norm2 (, norm3), then dropout1, ...
-            setattr(self, f"norm{i}", make_norm(norm, d_model, layer_norm_eps, bias))
-        for i in range(1, num_sublayers + 1):
-            setattr(self, f"dropout{i}", nn.Dropout(dropout))
 
-    def _residual(self, x: torch.Tensor, block, norm: nn.LayerNorm, dropout: nn.Dropout):
-        """One sublayer with its residual connection and LayerNorm.
-
-        ``block`` maps ``(batch, t, d_model)`` to ``(output, extra)``; ``extra`` (the
-        attention weights, or ``None``) is passed through.
-        """
-        if self.norm_first:
-            out, extra = block(norm(x))  # pre-norm: x + Dropout(Sublayer(LayerNorm(x)))
-            return x + dropout(out), extra
-        out, extra = block(x)  # post-norm: LayerNorm(x + Dropout(Sublayer(x)))
-        return norm(x + dropout(out)), extra
-
-    def _ff_block(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return self.feed_forward(x), None
+    def _sa_block(self, x: torch.Tensor, mask, need_weights: bool, cache: KVCache | None):
+        """Self-attention, then dropout: ``(batch, t, d_model)`` -> ``(same shape, weights or None)``."""
+        x, weights = self.self_attn(x, x, x, mask=mask, need_weights=need_weights, cache=cache)
+        return self.dropout1(x), weights
 
     def _check_x(self, name: str, x) -> None:
         check_tensor(name, x, ndim=3, shape_doc="(batch, seq, d_model)")
@@ -130,8 +119,12 @@ class EncoderLayer(_Layer):
         num_kv_heads: int | None = None,
         attention: str = "softmax",
     ) -> None:
-        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=2,
-                         norm=norm)
+        super().__init__(d_model, d_ff, dropout, activation, norm, bias)
+        self.norm_first = norm_first
+        self.norm1 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.norm2 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
         check_choice("attention", attention, ("softmax", "linear"))
         if attention == "linear":
             if num_kv_heads is not None:
@@ -162,13 +155,19 @@ class EncoderLayer(_Layer):
             ``(batch, num_heads, t, t_k)`` or ``None`` (``t_k = t`` plus the cached positions).
         """
         self._check_x("x", x)
-        x, weights = self._residual(x, lambda h: self._sa_block(h, mask, need_weights, cache),
-                                    self.norm1, self.dropout1)
-        x, _ = self._residual(x, self._ff_block, self.norm2, self.dropout2)
+        if self.norm_first:  # pre-norm: x + Sublayer(LayerNorm(x))
+            h, weights = self._sa_block(self.norm1(x), mask, need_weights, cache)
+            x = x + h
+            x = x + self._ff_block(self.norm2(x))
+        else:  # post-norm: LayerNorm(x + Sublayer(x))
+            h, weights = self._sa_block(x, mask, need_weights, cache)
+            x = self.norm1(x + h)
+            x = self.norm2(x + self._ff_block(x))
         return x, weights
 
-    def _sa_block(self, h: torch.Tensor, mask, need_weights: bool, cache: KVCache | None):
-        return self.self_attn(h, h, h, mask=mask, need_weights=need_weights, cache=cache)
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward network, then dropout: ``(batch, t, d_model)`` -> the same shape."""
+        return self.dropout2(self.feed_forward(x))
 
 
 class DecoderLayer(_Layer):
@@ -193,8 +192,14 @@ class DecoderLayer(_Layer):
         rotary: bool = False,
         norm: str = "layer",
     ) -> None:
-        super().__init__(d_model, d_ff, dropout, activation, norm_first, layer_norm_eps, bias, num_sublayers=3,
-                         norm=norm)
+        super().__init__(d_model, d_ff, dropout, activation, norm, bias)
+        self.norm_first = norm_first
+        self.norm1 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.norm2 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.norm3 = make_norm(norm, d_model, layer_norm_eps, bias)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, rotary=rotary)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
 
@@ -232,16 +237,27 @@ class DecoderLayer(_Layer):
         """
         self._check_x("x", x)
         self._check_x("memory", memory)
-        x, self_weights = self._residual(x, lambda h: self._sa_block(h, mask, need_weights, cache),
-                                         self.norm1, self.dropout1)
-        x, cross_weights = self._residual(x, lambda h: self._ca_block(h, memory, memory_mask, need_weights,
-                                                                      memory_cache), self.norm2, self.dropout2)
-        x, _ = self._residual(x, self._ff_block, self.norm3, self.dropout3)
+        if self.norm_first:  # pre-norm: x + Sublayer(LayerNorm(x)), three times
+            h, self_weights = self._sa_block(self.norm1(x), mask, need_weights, cache)
+            x = x + h
+            h, cross_weights = self._ca_block(self.norm2(x), memory, memory_mask, need_weights, memory_cache)
+            x = x + h
+            x = x + self._ff_block(self.norm3(x))
+        else:  # post-norm: LayerNorm(x + Sublayer(x)), three times
+            h, self_weights = self._sa_block(x, mask, need_weights, cache)
+            x = self.norm1(x + h)
+            h, cross_weights = self._ca_block(x, memory, memory_mask, need_weights, memory_cache)
+            x = self.norm2(x + h)
+            x = self.norm3(x + self._ff_block(x))
         return x, ({"self": self_weights, "cross": cross_weights} if need_weights else None)
 
-    def _sa_block(self, h: torch.Tensor, mask, need_weights: bool, cache: KVCache | None):
-        return self.self_attn(h, h, h, mask=mask, need_weights=need_weights, cache=cache)
+    def _ca_block(self, x: torch.Tensor, memory: torch.Tensor, memory_mask, need_weights: bool,
+                  memory_cache: MemoryCache | None):
+        """Cross-attention to ``memory`` ``(batch, t_src, d_model)``, then dropout."""
+        x, weights = self.cross_attn(x, memory, memory, mask=memory_mask, need_weights=need_weights,
+                                     cache=memory_cache)
+        return self.dropout2(x), weights
 
-    def _ca_block(self, h: torch.Tensor, memory: torch.Tensor, memory_mask, need_weights: bool,
-                  memory_cache: MemoryCache | None = None):
-        return self.cross_attn(h, memory, memory, mask=memory_mask, need_weights=need_weights, cache=memory_cache)
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward network, then dropout: ``(batch, t, d_model)`` -> the same shape."""
+        return self.dropout3(self.feed_forward(x))

@@ -457,3 +457,49 @@ def test_a_temperature_whose_inverse_overflows_the_dtype_is_greedy():
     probs = next_token_probs(logits, temperature=1e-39)
     assert torch.equal(probs, torch.tensor([[0.0, 1.0, 0.0]])), probs
     assert sample_next_token(logits, temperature=1e-39).tolist() == [1]
+
+
+def test_a_step_writes_its_positions_into_the_cache_without_copying_the_others():
+    """#47: with max_len, the cache is one buffer: every step writes into it (no torch.cat of the
+    whole cache), and what it returns equals the positions given, in order."""
+    cache = KVCache(max_len=8)
+    steps = [torch.randn(2, 4, 1 if i else 3, 5) for i in range(5)]
+    pointers = set()
+    with torch.no_grad():
+        for step in steps:
+            K, V = cache.update(step, 2 * step)
+            pointers.add(K.untyped_storage().data_ptr())
+    assert len(pointers) == 1, "the cache was copied to a new tensor at some step"
+    assert torch.equal(K, torch.cat(steps, dim=2)) and torch.equal(V, 2 * K)
+    assert len(cache) == 7 and cache.K.shape == (2, 4, 7, 5)
+
+
+def test_a_cache_without_max_len_doubles_and_a_full_one_refuses_more():
+    cache, reallocations, last = KVCache(), 0, None
+    for _ in range(100):
+        K, _ = cache.update(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))
+        pointer = K.untyped_storage().data_ptr()
+        reallocations += pointer != last
+        last = pointer
+    assert len(cache) == 100 and reallocations <= 8, reallocations  # 1, 2, 4, ..., 128
+    full = KVCache(max_len=3)
+    full.update(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4))
+    with pytest.raises(ValueError, match=r"at most max_len=3 positions; it has 3 and was given 1 more"):
+        full.update(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))
+    with pytest.raises(ValueError, match="max_len must be a positive"):
+        KVCache(max_len=0)
+
+
+def test_a_cache_under_autograd_keeps_every_step_differentiable():
+    """Keys that require gradients are concatenated, not written into a buffer that an earlier
+    step saved for its backward pass: the gradients equal the full pass's."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2).double()
+    x = torch.randn(1, 5, 16, dtype=torch.float64, requires_grad=True)
+    full, _ = mha(x, x, x, mask=causal_mask(5))
+    (grad_full,) = torch.autograd.grad(full.sum(), x)
+    cache = KVCache(max_len=5)
+    parts = [mha(x[:, :3], x[:, :3], x[:, :3], mask=causal_mask(3), cache=cache)[0]]
+    parts += [mha(x[:, i:i + 1], x[:, i:i + 1], x[:, i:i + 1], cache=cache)[0] for i in (3, 4)]
+    (grad_cached,) = torch.autograd.grad(torch.cat(parts, dim=1).sum(), x)
+    assert torch.allclose(grad_cached, grad_full, atol=1e-12)

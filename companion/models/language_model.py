@@ -75,8 +75,9 @@ class TransformerLM(nn.Module):
         self.head = nn.Linear(d_model, vocab_size, bias=bias)
 
     def new_caches(self) -> list[KVCache]:
-        """One empty :class:`companion.KVCache` per block, for :meth:`forward`'s ``caches``."""
-        return [KVCache() for _ in self.blocks]
+        """One empty :class:`companion.KVCache` per block, for :meth:`forward`'s ``caches``, each
+        allocated for the model's ``max_len`` positions."""
+        return [KVCache(self.max_len) for _ in self.blocks]
 
     def forward(self, ids: torch.Tensor, caches: list[KVCache] | None = None,
                 need_weights: bool = False, *,
