@@ -38,6 +38,7 @@ from .gqa import GroupedQueryAttention, repeat_kv
 from .memory_efficient import TiledAttention, online_softmax, tiled_attention
 from .linear_attention import LinearAttention, elu_feature_map, linear_attention, linear_attention_weights
 from .interop import copy_weights, torch_state_dict
+from .head_scores import induction_score, previous_token_score
 
 # the wings: whole models and data
 from .models import (fit, FitLog, warmup_cosine, POOLINGS, POSITIONS, SCALINGS, Retriever, TransformerClassifier, TwoRelations, WhichFirst,
@@ -45,10 +46,10 @@ from .models import (fit, FitLog, warmup_cosine, POOLINGS, POSITIONS, SCALINGS, 
                      which_first_accuracy, GRUSeq2Seq, train_seq2seq, translate, exact_match, TransformerLM, generate,
                      train_language_model, evaluate_bits_per_char, NGramLM, fit_ngram, KneserNeyLM, fit_kneser_ney, BertConfig, BertEncoder,
                      BertOutput, MINILM_ID, load_pretrained, checkpoint_folder, minilm_path, read_checkpoint, layer_state_dict,
-                     encode_sentences, mean_pool, sentence_embedding)
+                     encode_sentences, mean_pool, sentence_embedding, AttentionOnlyLM)
 from .data import (Vocab, count_bigrams, load_imdb, pad_batch, random_rotation, read_imdb, retrieval_batch, tokenize,
                    two_relations_batch, which_first_batch, reversal_pairs, reversal_splits, CharVocab,
-                   reviews_to_text, random_windows)
+                   reviews_to_text, random_windows, repeat_batch, repeated_tokens)
 
 __version__ = "0.1.0"
 
@@ -165,6 +166,12 @@ __all__ = [
     "SwiGLU",
     "swiglu_width",
     "make_norm",
+    # chapter 11: what attention learns
+    "AttentionOnlyLM",
+    "repeated_tokens",
+    "repeat_batch",
+    "previous_token_score",
+    "induction_score",
     # equality with PyTorch
     "copy_weights",
     "torch_state_dict",

@@ -988,6 +988,13 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
 """),
     ],
     "ch04-ablate-head": [
+        ("a mask, then nan_to_num: a kept head's inf and NaN are cleaned away", """
+def ablate_head(Z, num_heads, head):
+    d_k = Z.shape[-1] // num_heads
+    keep = torch.ones(Z.shape[-1], dtype=Z.dtype, device=Z.device)
+    keep[head * d_k:(head + 1) * d_k] = 0
+    return torch.nan_to_num(Z * keep, nan=0.0)
+"""),
         ("zeroes Z in place", """
 def ablate_head(Z, num_heads, head):
     d_k = Z.shape[-1] // num_heads

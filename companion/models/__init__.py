@@ -19,6 +19,7 @@ recipes: one module per model the course trains.
 - :mod:`companion.models.checkpoint`: finding, downloading and reading a real checkpoint (chapter 9).
 - :mod:`companion.models.pretrained`: loading its weights into :class:`BertEncoder` (chapter 9).
 - :mod:`companion.models.sentence`: tokenising sentences, the masked mean, sentence embeddings (chapter 9).
+- :mod:`companion.models.attention_only`: an attention-only Transformer, where induction heads form (chapter 11).
 
 Models import the blocks (``companion.*``) and the data wing (``companion.data``), never the
 course wing (``companion.course``).
@@ -37,10 +38,11 @@ from .checkpoint import MINILM_ID, checkpoint_folder, minilm_path, read_checkpoi
 from .pretrained import layer_state_dict, load_pretrained
 from .sentence import encode_sentences, mean_pool, sentence_embedding
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
+from .attention_only import AttentionOnlyLM
 
 __all__ = ["fit", "FitLog", "warmup_cosine", "TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
            "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
            "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match", "TransformerLM", "generate",
            "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram", "KneserNeyLM", "fit_kneser_ney",
            "BertConfig", "BertEncoder", "BertOutput", "MINILM_ID", "load_pretrained", "checkpoint_folder", "minilm_path", "read_checkpoint",
-           "layer_state_dict", "encode_sentences", "mean_pool", "sentence_embedding"]
+           "layer_state_dict", "encode_sentences", "mean_pool", "sentence_embedding", "AttentionOnlyLM"]

@@ -193,8 +193,9 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
     if not bool(_isfinite(got_values).all()) and bool(_isfinite(expected).all()):
         wrong = ~_isfinite(got_values)
         raise Mismatch(f"{case}: got NaN or inf ({_rows_for_message(got_values, expected, wrong)}). Hint: {hint}")
-    if not _allclose(got_values, expected, atol=atol, rtol=rtol):
-        wrong = ~((got_values - expected).abs() <= atol + rtol * expected.abs())
+    if not _allclose(got_values, expected, atol=atol, rtol=rtol, equal_nan=True):  # NaN where expected, and inf
+        both_nan = got_values.isnan() & expected.isnan()
+        wrong = ~((got_values - expected).abs() <= atol + rtol * expected.abs()) & ~both_nan & (got_values != expected)
         raise Mismatch(f"{case}: {_rows_for_message(got_values, expected, wrong)}. Hint: {hint}")
 
 

@@ -318,6 +318,10 @@ def _ablate_non_finite(fn):
     _ablate(fn, Z, 2, 1, "head 1 holds inf and NaN (a float16 head that overflowed): its block becomes 0",
             "the removed head's block must be exactly 0 whatever it held: assign zeros (or torch.where), do not "
             "multiply by a 0/1 mask (inf * 0 and NaN * 0 are NaN)")
+    Z = torch.tensor([[float("inf"), float("nan"), 1.0, 2.0]])
+    _ablate(fn, Z, 2, 1, "head 0 holds inf and NaN and is kept; head 1 is removed: [inf, nan, 0, 0]",
+            "every kept entry stays exactly as it was, inf and NaN included: do not clean the result "
+            "(nan_to_num) or multiply the kept heads by 1 after a mask")
 
 
 EXERCISES = (

@@ -228,6 +228,10 @@ def _probs_tie_at_k(fn):
     _probs(fn, torch.tensor([[2.0, 1.0, 1.0, 0.5, 1.0]]), 1.0, 2,
            "top_k = 2, and three logits tie for 2nd place: all of them are kept",
            "keep every logit >= the k-th highest (logits < kth become -inf), so tied logits are treated alike")
+    _probs(fn, torch.tensor([[5.0, 5.0, 3.0, 0.0]]), 1.0, 2,
+           "top_k = 2, logits [5, 5, 3, 0]: the two 5s are the 1st and 2nd highest, so 3 is dropped",
+           "the k-th highest counts repeated values, as torch.topk does: in [5, 5, 3, 0] the 2nd highest is 5, "
+           "not 3 (the 2nd highest distinct value)")
 
 
 def _probs_no_top_k(fn):
