@@ -29,7 +29,7 @@ def _check_weights(weights) -> None:
 
 
 def previous_token_score(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
-    """Each head's mean weight from a query to the key just before it.
+    """Each head's mean weight from a query to the key just before it (chapter 11).
 
     Args:
         weights: float ``(batch, num_heads, t, t)``, self-attention weights, ``t >= 2``.
@@ -58,7 +58,7 @@ def previous_token_score(weights: torch.Tensor, real: torch.Tensor | None = None
 
 
 def induction_score(weights: torch.Tensor, half: int) -> torch.Tensor:
-    """Each head's mean weight from a second-half query to the position after its earlier copy.
+    """Each head's mean weight from a second-half query to the position after its earlier copy (chapter 11).
 
     Args:
         weights: float ``(batch, num_heads, 2 half, 2 half)``, self-attention weights over

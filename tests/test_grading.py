@@ -524,8 +524,8 @@ def test_one_chapter_is_graded_without_rows_for_the_others(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["max_score"] == len(in_chapters("01")) + len(in_chapters("02"))
     with pytest.raises(SystemExit) as exited:
-        main([str(one_chapter), "--chapter", "11"])
-    assert exited.value.code == 2 and "no exercises in ch11" in capsys.readouterr().err
+        main([str(one_chapter), "--chapter", "12"])
+    assert exited.value.code == 2 and "no exercises in ch12" in capsys.readouterr().err
 
 
 def test_plain_pytest_grading_for_classroom(tmp_path):

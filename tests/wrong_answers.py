@@ -4656,3 +4656,184 @@ def causal_tiled_attention(Q, K, V, block_size):
 
 for _id, _answers in _FRESH_TRIAL_5.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# Chapter 11 (issue #48): the repeated batch, the induction score, the previous-token score.
+_CHAPTER_11 = {
+    "ch11-repeat": [
+        ("the batch stacked instead of the sequence (dim 0)", """
+def double_up(first):
+    half = first.shape[1]
+    ids = torch.cat([first, first], dim=0)
+    copyable = (torch.arange(2 * half - 1) >= half).expand(first.shape[0], -1)
+    return ids, copyable
+"""),
+        ("each token twice in a row (repeat_interleave)", """
+def double_up(first):
+    batch, half = first.shape
+    ids = first.repeat_interleave(2, dim=1)
+    return ids, (torch.arange(2 * half - 1) >= half).expand(batch, -1)
+"""),
+        ("the repeat's first token counted as copyable (p >= half - 1)", """
+def double_up(first):
+    batch, half = first.shape
+    ids = torch.cat([first, first], dim=1)
+    return ids, (torch.arange(2 * half - 1) >= half - 1).expand(batch, -1)
+"""),
+        ("the repeat's second token left out (p > half)", """
+def double_up(first):
+    batch, half = first.shape
+    ids = torch.cat([first, first], dim=1)
+    return ids, (torch.arange(2 * half - 1) > half).expand(batch, -1)
+"""),
+        ("one mask entry per token, not per prediction (2 half)", """
+def double_up(first):
+    batch, half = first.shape
+    ids = torch.cat([first, first], dim=1)
+    return ids, (torch.arange(2 * half) >= half).expand(batch, -1)
+"""),
+        ("a mask of 0s and 1s (int64), not bool", """
+def double_up(first):
+    batch, half = first.shape
+    ids = torch.cat([first, first], dim=1)
+    return ids, (torch.arange(2 * half - 1) >= half).long().expand(batch, -1)
+"""),
+        ("one mask row for the whole batch", """
+def double_up(first):
+    half = first.shape[1]
+    ids = torch.cat([first, first], dim=1)
+    return ids, (torch.arange(2 * half - 1) >= half)[None]
+"""),
+        ("the mask marks second-half tokens by value (a token seen before)", """
+def double_up(first):
+    batch, half = first.shape
+    ids = torch.cat([first, first], dim=1)
+    seen = torch.zeros(batch, 2 * half - 1, dtype=torch.bool)
+    for b in range(batch):
+        for p in range(2 * half - 1):
+            seen[b, p] = bool((ids[b, :p + 1] == ids[b, p + 1]).any())
+    return ids, seen
+"""),
+        ("the halves as floats", """
+def double_up(first):
+    batch, half = first.shape
+    ids = torch.cat([first, first], dim=1).float()
+    return ids, (torch.arange(2 * half - 1) >= half).expand(batch, -1)
+"""),
+        ("stacked on the last axis, then flattened: tokens interleaved", """
+def double_up(first):
+    batch, half = first.shape
+    ids = torch.stack([first, first], dim=2).reshape(batch, 2 * half)
+    return ids, (torch.arange(2 * half - 1) >= half).expand(batch, -1)
+"""),
+    ],
+    "ch11-induction-score": [
+        ("the earlier copy itself (i - half), not the position after it", """
+def score_induction(weights, half):
+    i = torch.arange(half, 2 * half)
+    return weights[:, :, i, i - half].mean(dim=(0, 2))
+"""),
+        ("key and query swapped (weights[..., j, i])", """
+def score_induction(weights, half):
+    i = torch.arange(half, 2 * half)
+    return weights[:, :, i - half + 1, i].mean(dim=(0, 2))
+"""),
+        ("the repeat's first query skipped (i from half + 1)", """
+def score_induction(weights, half):
+    i = torch.arange(half + 1, 2 * half)
+    return weights[:, :, i, i - half + 1].mean(dim=(0, 2))
+"""),
+        ("a sum over the queries, not a mean", """
+def score_induction(weights, half):
+    i = torch.arange(half, 2 * half)
+    return weights[:, :, i, i - half + 1].sum(dim=2).mean(dim=0)
+"""),
+        ("the first sequence only", """
+def score_induction(weights, half):
+    i = torch.arange(half, 2 * half)
+    return weights[0, :, i, i - half + 1].mean(dim=-1)
+"""),
+        ("one score for all heads together", """
+def score_induction(weights, half):
+    i = torch.arange(half, 2 * half)
+    return weights[:, :, i, i - half + 1].mean().expand(weights.shape[1])
+"""),
+        ("the diagonal at offset -(half - 1), over every query", """
+def score_induction(weights, half):
+    return weights.diagonal(offset=-(half - 1), dim1=-2, dim2=-1).mean(dim=(0, 2))
+"""),
+        ("the mean computed in float32", """
+def score_induction(weights, half):
+    i = torch.arange(half, 2 * half)
+    return weights[:, :, i, i - half + 1].float().mean(dim=(0, 2))
+"""),
+        ("the largest weight over the queries, not the mean", """
+def score_induction(weights, half):
+    i = torch.arange(half, 2 * half)
+    return weights[:, :, i, i - half + 1].amax(dim=2).mean(dim=0)
+"""),
+    ],
+    "ch11-previous-token": [
+        ("padding ignored", """
+def score_previous_token(weights, real):
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+"""),
+        ("only the query's token checked, not the one before it", """
+def score_previous_token(weights, real):
+    d = weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+    counted = real[:, 1:].to(weights.dtype)
+    return (d * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
+"""),
+        ("the mean of each row's mean", """
+def score_previous_token(weights, real):
+    d = weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+    counted = (real[:, 1:] & real[:, :-1]).to(weights.dtype)
+    per_row = (d * counted[:, None]).sum(dim=2) / counted.sum(dim=1).clamp(min=1)[:, None]
+    keep = counted.sum(dim=1) > 0
+    return per_row[keep].mean(dim=0)
+"""),
+        ("the diagonal above the main one (offset +1)", """
+def score_previous_token(weights, real):
+    d = weights.diagonal(offset=1, dim1=-2, dim2=-1)
+    counted = (real[:, 1:] & real[:, :-1]).to(weights.dtype)
+    return (d * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
+"""),
+        ("torch.roll: query 0 wraps round to the last key", """
+def score_previous_token(weights, real):
+    t = weights.shape[-1]
+    i = torch.arange(t)
+    d = weights[:, :, i, (i - 1) % t]
+    counted = (real & torch.roll(real, 1, dims=1)).to(weights.dtype)
+    return (d * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
+"""),
+        ("the padded queries counted in the denominator", """
+def score_previous_token(weights, real):
+    d = weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+    counted = (real[:, 1:] & real[:, :-1]).to(weights.dtype)
+    return (d * counted[:, None]).sum(dim=(0, 2)) / (d.shape[0] * d.shape[2])
+"""),
+        ("counts made in float32", """
+def score_previous_token(weights, real):
+    d = weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+    counted = (real[:, 1:] & real[:, :-1]).float()
+    return (d * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
+"""),
+        ("real tokens assumed to form a prefix (right padding only)", """
+def score_previous_token(weights, real):
+    d = weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+    lengths = real.sum(dim=1)
+    i = torch.arange(1, weights.shape[-1])
+    counted = (i[None] < lengths[:, None]).to(weights.dtype)
+    return (d * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
+"""),
+        ("the mask of the previous token only", """
+def score_previous_token(weights, real):
+    d = weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+    counted = real[:, :-1].to(weights.dtype)
+    return (d * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
+"""),
+    ],
+}
+
+for _id, _answers in _CHAPTER_11.items():
+    WRONG.setdefault(_id, []).extend(_answers)

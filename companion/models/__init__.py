@@ -38,11 +38,12 @@ from .checkpoint import MINILM_ID, checkpoint_folder, minilm_path, read_checkpoi
 from .pretrained import layer_state_dict, load_pretrained
 from .sentence import encode_sentences, mean_pool, sentence_embedding
 from .which_first import POSITIONS, WhichFirst, train_which_first, which_first_accuracy
-from .attention_only import AttentionOnlyLM
+from .attention_only import AttentionOnlyLM, repeat_losses, train_on_repeats
 
 __all__ = ["fit", "FitLog", "warmup_cosine", "TransformerClassifier", "POOLINGS", "Retriever", "SCALINGS", "train_retriever", "TwoRelations", "train_two_relations",
            "two_relations_accuracy", "POSITIONS", "WhichFirst", "train_which_first", "which_first_accuracy",
            "GRUSeq2Seq", "train_seq2seq", "translate", "exact_match", "TransformerLM", "generate",
            "train_language_model", "evaluate_bits_per_char", "NGramLM", "fit_ngram", "KneserNeyLM", "fit_kneser_ney",
            "BertConfig", "BertEncoder", "BertOutput", "MINILM_ID", "load_pretrained", "checkpoint_folder", "minilm_path", "read_checkpoint",
-           "layer_state_dict", "encode_sentences", "mean_pool", "sentence_embedding", "AttentionOnlyLM"]
+           "layer_state_dict", "encode_sentences", "mean_pool", "sentence_embedding", "AttentionOnlyLM", "repeat_losses",
+           "train_on_repeats"]

@@ -13,15 +13,21 @@ wrote (Elhage et al., 2021, study such models)::
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .._checks import check_positive_int, check_tokens
+from ..data.repeated import repeated_tokens
 from ..embedding import TokenEmbedding
+from ..head_scores import induction_score, previous_token_score
 from ..masks import causal_mask
 from ..multihead import MultiHeadAttention
+from .train_loop import fit
 
-__all__ = ["AttentionOnlyLM"]
+__all__ = ["AttentionOnlyLM", "repeat_losses", "train_on_repeats"]
 
 
 class AttentionOnlyLM(nn.Module):
@@ -79,3 +85,90 @@ class AttentionOnlyLM(nn.Module):
             x = x + out  # each layer adds what its heads write
             all_weights.append(weights)
         return self.unembed(x), (all_weights if need_weights else None)
+
+
+def repeat_losses(model: AttentionOnlyLM, ids: torch.Tensor, copyable: torch.Tensor,
+                  head_masks: list[torch.Tensor | None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean loss, in bits per token, on the first half's predictions and on the copyable ones.
+
+    Args:
+        model: an :class:`AttentionOnlyLM`.
+        ids: int64 ``(batch, 2 half)`` from :func:`companion.repeated_tokens`.
+        copyable: its bool ``(batch, 2 half - 1)`` mask of copyable predictions.
+        head_masks: passed to the model (switch heads off).
+
+    Returns:
+        ``(first, repeat)``: scalar tensors; ``first`` over the predictions of tokens ``1 ..
+        half - 1`` (random: about ``log2(vocab)`` at best), ``repeat`` over ``copyable``.
+    """
+    half = ids.size(1) // 2
+    logits, _ = model(ids[:, :-1], head_masks=head_masks)  # (batch, 2 half - 1, vocab)
+    nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none") / math.log(2)
+    return nll[:, :half - 1].mean(), nll[copyable].mean()
+
+
+def train_on_repeats(model: AttentionOnlyLM, *, steps: int, vocab_size: int, halves: tuple[int, int] = (8, 24),
+                     batch_size: int = 32, lr: float = 1e-3, seed: int = 0, every: int = 50,
+                     probe: tuple[torch.Tensor, torch.Tensor] | None = None, progress: bool = False) -> dict:
+    """Train on repeated random tokens with :func:`companion.models.fit` (chapter 11).
+
+    Each batch draws its ``half`` uniformly from ``halves`` (inclusive), so that where the
+    repeat starts cannot be read off the positions: only a model that finds the earlier copy
+    by its content can predict the second half. The loss is the mean over every prediction.
+
+    Args:
+        model: an :class:`AttentionOnlyLM` with ``max_len >= 2 * halves[1]``.
+        steps, batch_size, lr, seed: the training (Adam, constant learning rate).
+        vocab_size: the tokens are drawn from ``[0, vocab_size)``.
+        halves: the shortest and longest half.
+        every, probe: every ``every`` steps, measure the model on ``probe``, a fixed
+            ``(ids, copyable)`` batch: the losses of :func:`repeat_losses` and each layer's
+            previous-token and induction scores.
+        progress: show a progress bar.
+
+    Returns:
+        a dict: ``"first"``, ``"repeat"``: each step's training loss in bits on the two parts;
+        with ``probe``, also ``"probe_steps"``, ``"probe_first"``, ``"probe_repeat"`` and
+        ``"previous"``, ``"induction"``: ``(probes, num_layers, num_heads)`` tensors of scores.
+    """
+    low, high = halves
+    if not 1 <= low <= high or 2 * high > model.embedding.max_len:
+        raise ValueError(f"halves must be (low, high) with 1 <= low <= high and 2 * high <= max_len="
+                         f"{model.embedding.max_len}, got {halves}")
+    record = {"first": [], "repeat": []}
+
+    def draw(generator):
+        half = int(torch.randint(low, high + 1, (1,), generator=generator))
+        return repeated_tokens(batch_size, half, vocab_size, generator)
+
+    def loss(model, batch):
+        ids, copyable = (x.to(next(model.parameters()).device) for x in batch)
+        logits, _ = model(ids[:, :-1])
+        nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # nats
+        half = ids.size(1) // 2
+        record["first"].append(nll[:, :half - 1].mean().item() / math.log(2))
+        record["repeat"].append(nll[copyable].mean().item() / math.log(2))
+        return nll.mean()
+
+    probes = {"probe_steps": [], "probe_first": [], "probe_repeat": [], "previous": [], "induction": []}
+
+    def measure(step):
+        ids, copyable = probe
+        first, repeat = repeat_losses(model, ids, copyable)
+        _, weights = model(ids, need_weights=True)
+        probes["probe_steps"].append(step)
+        probes["probe_first"].append(first.item())
+        probes["probe_repeat"].append(repeat.item())
+        probes["previous"].append(torch.stack([previous_token_score(w) for w in weights]))
+        probes["induction"].append(torch.stack([induction_score(w, ids.size(1) // 2) for w in weights]))
+
+    if probe is not None:
+        model.eval()
+        with torch.no_grad():
+            measure(0)
+    fit(model, draw, loss, steps=steps, lr=lr, seed=seed, progress=progress, desc="repeated tokens",
+        every=every if probe is not None else None, callback=measure if probe is not None else None)
+    if probe is not None:
+        record.update(probes)
+        record["previous"], record["induction"] = torch.stack(probes["previous"]), torch.stack(probes["induction"])
+    return record

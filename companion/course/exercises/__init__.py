@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from ._core import (Exercise, Mismatch, call, expect_close, expect_equal, expect_gradient,
                     expect_gradients_reach)
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11
 
 __all__ = ["EXERCISES", "Exercise", "Mismatch", "call", "expect_close", "expect_equal", "expect_gradient",
            "expect_gradients_reach"]
 
 EXERCISES: dict[str, Exercise] = {ex.id: ex for ex in (*ch01.EXERCISES, *ch02.EXERCISES, *ch03.EXERCISES, *ch04.EXERCISES, *ch05.EXERCISES, *ch06.EXERCISES,
-                                                      *ch07.EXERCISES, *ch08.EXERCISES, *ch09.EXERCISES, *ch10.EXERCISES)}
+                                                      *ch07.EXERCISES, *ch08.EXERCISES, *ch09.EXERCISES, *ch10.EXERCISES,
+                                                      *ch11.EXERCISES)}
 
 
 def earlier_in_chapter(exercise_id: str) -> list[Exercise]:
