@@ -25,7 +25,7 @@ PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 SITE      := _build/html
 
-.PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation bench-lm bench-modern bench-seq2seq clean
+.PHONY: setup book test test-package test-gpu test-notebooks test-reader test-site chromium lab grade execute serve bench bench-imdb bench-ablation bench-lm bench-modern bench-kv bench-seq2seq clean
 
 # Python >= 3.11, as pyproject.toml claims: the pins in constraints.txt (ipython 9, ...) need it.
 $(STAMP): pyproject.toml constraints.txt
@@ -128,6 +128,10 @@ bench-lm: $(STAMP)
 # chapter 10: chapter 8's model with the 2017 block and with the modern block, seeds 0 and 1
 bench-modern: $(STAMP)
 	$(PY) benchmarks/modern_lm.py
+
+# cached generation of 1,024 and 4,096 tokens on chapter 8's model shape (the key-value cache)
+bench-kv: $(STAMP)
+	$(PY) benchmarks/kv_cache.py
 
 bench-seq2seq: $(STAMP)
 	$(PY) benchmarks/seq2seq.py
