@@ -4826,6 +4826,17 @@ def score_previous_token(weights, real):
     counted = (i[None] < lengths[:, None]).to(weights.dtype)
     return (d * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
 """),
+        ("real tokens assumed to form one block (between the first and the last real one)", """
+def score_previous_token(weights, real):
+    b, h, t, _ = weights.shape
+    pos = torch.arange(t)
+    first = torch.where(real, pos, t).min(dim=1).values
+    last = torch.where(real, pos, -1).max(dim=1).values
+    i = pos[1:]
+    counted = ((i[None] > first[:, None]) & (i[None] <= last[:, None])).to(weights.dtype)
+    sub = torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1)
+    return (sub * counted[:, None]).sum(dim=(0, 2)) / counted.sum()
+"""),
         ("the mask of the previous token only", """
 def score_previous_token(weights, real):
     d = weights.diagonal(offset=-1, dim1=-2, dim2=-1)

@@ -81,7 +81,7 @@ def _repeat_by_hand(fn):
 
 def _repeat_rows(fn):
     first = torch.randint(0, 50, (4, 6), generator=torch.Generator().manual_seed(111))
-    _repeat(fn, first, "4 rows of 6 different random tokens: each row repeats itself, not the batch",
+    _repeat(fn, first, "4 rows of 6 random tokens: each row repeats itself, not the batch",
             "concatenate along dim=1 (the sequence), not dim=0 (the batch): torch.cat([first, first], dim=1); each "
             "token once then again, not each token twice in a row (repeat_interleave)")
 
@@ -184,7 +184,7 @@ def _previous(fn, weights, real, case, hint=_PREVIOUS_HINT):
 def _previous_by_hand(fn):
     w = torch.zeros(1, 1, 3, 3)
     w[0, 0, 0, 0] = 1.0
-    w[0, 0, 1, :2] = torch.tensor([0.2, 0.8])
+    w[0, 0, 1, :2] = torch.tensor([0.8, 0.2])
     w[0, 0, 2, :3] = torch.tensor([0.1, 0.3, 0.6])
     _previous(fn, w, torch.ones(1, 3, dtype=torch.bool),
               "one sequence of 3 real tokens: weights 0.8 (query 1 to key 0) and 0.3 (query 2 to key 1): score 0.55")
@@ -206,6 +206,13 @@ def _previous_left_padding(fn):
     w = _causal_weights(2, 3, 6, 133, torch.float32)
     real = torch.tensor([[False, False, True, True, True, True], [False, True, True, True, True, True]])
     _previous(fn, w, real, "left padding: a query whose previous token is padding does not count")
+
+
+def _previous_middle_padding(fn):
+    w = _causal_weights(2, 2, 6, 136, torch.float32)
+    real = torch.tensor([[True, False, True, True, False, True], [True, True, True, False, True, True]])
+    _previous(fn, w, real, "padding in the middle of rows: [T, F, T, T, F, T] and [T, T, T, F, T, T] (3 + 3 "
+              "counted pairs): the real tokens do not form one block")
 
 
 def _previous_lone_token(fn):
@@ -232,7 +239,7 @@ EXERCISES = (
              score_induction, forbidden=("induction_score",)),
     Exercise("ch11-previous-token", "a head's previous-token score over padded sequences", "score_previous_token",
              (_previous_by_hand, _previous_no_padding, _previous_right_padding, _previous_left_padding,
-              _previous_lone_token, _previous_dtypes),
+              _previous_middle_padding, _previous_lone_token, _previous_dtypes),
              score_previous_token, forbidden=("previous_token_score",)),
 )
 
