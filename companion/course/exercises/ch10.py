@@ -407,8 +407,8 @@ def _tiled_float64_gradients(fn):
 
 # --- checks: expand_kv ------------------------------------------------------------------
 
-_EXPAND_HINT = ("repeat each key-value head num_heads // num_kv_heads times IN PLACE (heads 0, 0, 1, 1, not "
-                "0, 1, 0, 1): x.repeat_interleave(group, dim=1)")
+_EXPAND_HINT = ("repeat each key-value head num_heads // num_kv_heads times IN PLACE, next to itself (heads "
+                "0, 0, 1, 1, not 0, 1, 0, 1), along the head axis (dim 1)")
 
 
 def _expand(fn, x, num_heads, case, hint=_EXPAND_HINT):
@@ -454,9 +454,10 @@ def _expand_float64(fn):
 
 # --- checks: rms_norm_backward --------------------------------------------------------
 
-_RMS_HINT = ("with r = sqrt(mean(x^2) + eps) and u = g * dy: dx = u / r - x * mean(u * x) / r^3 (r depends "
-             "on every x_j of the vector, hence the second term), and dg = dy * x / r summed over every "
-             "vector (all leading dimensions)")
+_RMS_HINT = ("r = sqrt(mean(x^2) + eps) depends on every x_j of the vector, so dx has two terms: the path "
+             "through x / r with r held fixed, and the path through r itself (differentiate r with respect to "
+             "x_j: it brings a factor x_j / (d r)); dg is dy * x / r summed over every vector (all leading "
+             "dimensions)")
 _AUTOGRAD = ("backward", "autograd", "grad", "vjp", "jacobian", "jvp", "functional_call", "RMSNorm", "rms_norm")
 
 
