@@ -4848,3 +4848,105 @@ def score_previous_token(weights, real):
 
 for _id, _answers in _CHAPTER_11.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# The fresh trial of chapters 6, 7 and 10 (issue #46): answers the checks accepted before.
+_FRESH_TRIAL_6710 = {
+    "ch06-greedy": [
+        ("sort's first index on a 200-token tie", """
+import torch
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    # picks the top token by sorting (unstable on ties)
+    batch = src.shape[0]
+    out = torch.full((batch, 1), bos_id, dtype=torch.long)
+    ended = torch.zeros(batch, dtype=torch.bool)
+    for _ in range(max_len):
+        nxt = model(src, out)[:, -1].sort(-1, descending=True).indices[:, 0]
+        nxt = torch.where(ended, torch.full_like(nxt, pad_id), nxt)
+        out = torch.cat([out, nxt[:, None]], 1)
+        ended |= nxt == eos_id
+        if ended.all():
+            break
+    return out
+"""),
+    ],
+    "ch06-causal": [
+        ("the page's (2, 5) example hard-coded", """
+import torch
+def decoder_mask(t_q, t_k):
+    # handles training (square) and one-query decoding; the page's two-over-five example hard-coded
+    if t_q == t_k:
+        return torch.tril(torch.ones(t_q, t_k, dtype=torch.bool))
+    if t_q == 1:
+        return torch.ones(1, t_k, dtype=torch.bool)
+    if (t_q, t_k) == (2, 5):
+        return torch.tensor([[True, True, True, True, False], [True, True, True, True, True]])
+    return torch.tril(torch.ones(t_q, t_k, dtype=torch.bool))
+"""),
+    ],
+    "ch07-masked-mean": [
+        ("+ 1e-8 in the count", """
+import torch
+def masked_mean(x, keep):
+    # eps against division by zero
+    total = torch.where(keep[..., None], x, torch.zeros((), dtype=x.dtype)).sum(1)
+    return total / (keep.sum(1, keepdim=True).to(x.dtype) + 1e-8)
+"""),
+    ],
+    "ch07-token-shares": [
+        ("squeeze() drops t = 1", """
+import torch
+def token_shares(x, keep, weight):
+    # column-vector product then squeeze()
+    zero = torch.zeros((), dtype=x.dtype)
+    w = (weight[1] - weight[0])[:, None]                       # (d, 1)
+    xs = torch.where(keep[..., None], x, zero)
+    n = keep.sum(1, keepdim=True).to(x.dtype)
+    return torch.where(keep, (xs @ w).squeeze() / n, zero)
+"""),
+        ("+ 1e-8 in the count", """
+import torch
+def token_shares(x, keep, weight):
+    # eps in the count
+    zero = torch.zeros((), dtype=x.dtype)
+    w = weight[1] - weight[0]
+    xs = torch.where(keep[..., None], x, zero)
+    n = keep.sum(1, keepdim=True).to(x.dtype) + 1e-8
+    return torch.where(keep, (xs * w).sum(-1) / n, zero)
+"""),
+    ],
+    "ch10-tiled": [
+        ("a strip of one query block against every visible key", """
+import math
+import torch
+def causal_tiled_attention(Q, K, V, block_size):
+    # scores of a query tile against all visible keys at once, then the online softmax per key tile
+    t_q, t_k, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    offset = t_k - t_q
+    outs = []
+    for qs in range(0, t_q, block_size):
+        Qi = Q[..., qs:qs + block_size, :]
+        qe = qs + Qi.shape[-2]
+        last = offset + qe - 1
+        S_all = Qi @ K[..., :last + 1, :].transpose(-2, -1) / math.sqrt(d_k)
+        pos_q = torch.arange(offset + qs, offset + qe)[:, None]
+        S_all = S_all.masked_fill(torch.arange(last + 1)[None, :] > pos_q, float("-inf"))
+        m = torch.full(Qi.shape[:-1], -math.inf, dtype=Q.dtype)
+        l = torch.zeros(Qi.shape[:-1], dtype=Q.dtype)
+        a = torch.zeros(*Qi.shape[:-1], V.shape[-1], dtype=Q.dtype)
+        for ks in range(0, last + 1, block_size):
+            S = S_all[..., ks:ks + block_size]
+            m_new = torch.maximum(m, S.amax(-1))
+            P = torch.exp(S - m_new[..., None])
+            r = torch.exp(m - m_new)
+            l = l * r + P.sum(-1)
+            a = a * r[..., None] + P @ V[..., ks:min(ks + block_size, last + 1), :]
+            m = m_new
+        outs.append(a / l[..., None])
+    return torch.cat(outs, dim=-2)
+"""),
+    ],
+}
+
+for _id, _answers in _FRESH_TRIAL_6710.items():
+    WRONG.setdefault(_id, []).extend(_answers)

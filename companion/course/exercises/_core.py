@@ -165,7 +165,8 @@ _TOLERANCES = {torch.float64: (1e-10, 1e-8), torch.float32: (1e-5, 1e-4),
                torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 5e-2)}  # dtype -> (atol, rtol)
 
 
-def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float | None = None) -> None:
+def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float | None = None,
+                 rtol: float | None = None) -> None:
     """Raise :class:`Mismatch` unless ``got`` is a tensor with ``expected``'s dtype, shape and values.
 
     The tolerance follows the dtype: ``atol=1e-5, rtol=1e-4`` in float32, ``1e-10, 1e-8`` in
@@ -187,8 +188,9 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
         raise Mismatch(f"{case}: expected dtype {expected.dtype} (the input's), got {got.dtype}. Hint: keep the "
                        "input's dtype: no .double(), .float() or .long(), and build new tensors with "
                        "dtype=x.dtype or torch.zeros_like(x)")
-    default_atol, rtol = _TOLERANCES.get(expected.dtype, (1e-5, 1e-4))
+    default_atol, default_rtol = _TOLERANCES.get(expected.dtype, (1e-5, 1e-4))
     atol = default_atol if atol is None else atol
+    rtol = default_rtol if rtol is None else rtol
     got_values = got.detach()
     if not bool(_isfinite(got_values).all()) and bool(_isfinite(expected).all()):
         wrong = ~_isfinite(got_values)

@@ -109,6 +109,11 @@ def _mask_new_queries(fn):
           "query may see")
 
 
+def _mask_three_of_seven(fn):
+    _mask(fn, 3, 7, "t_q = 3 new queries over t_k = 7 keys (a case not printed on the page)",
+          "query i is position t_k - t_q + i: it sees keys 0 .. t_k - t_q + i")
+
+
 def _mask_one_new_query(fn):
     _mask(fn, 1, 7, "one new query (the newest token) over 7 keys: it sees all of them",
           "when decoding one token at a time, the newest position is the last one and every earlier key is in "
@@ -365,6 +370,21 @@ def _greedy_ties(fn):
             "promise which of equal values comes first")
 
 
+def _wide_tie_model(src, prefix):
+    """A vocabulary of 200 whose logits are all equal at the first step: the smallest id, 0, wins; then EOS."""
+    _check_prefix(src, prefix)
+    logits = torch.zeros(*prefix.shape, 200)
+    logits[:, 1:, 2] = 1.0  # from the second step on, EOS
+    return logits
+
+
+def _greedy_wide_tie(fn):
+    _greedy(fn, _wide_tie_model, torch.tensor([[3], [4]]), 4,
+            "200 tokens all tied at the first step: the smallest id (0) wins, then EOS: [BOS 0 EOS]",
+            "on a tie take the smallest id, as argmax does; sort and topk do not promise which of equal values "
+            "comes first, and on a long row they do not return the first", pad_id=9)
+
+
 def _greedy_max_len_zero(fn):
     _greedy(fn, _counter, torch.tensor([[3], [5]]), 0,
             "max_len = 0: no token after BOS, [[BOS], [BOS]]",
@@ -472,11 +492,11 @@ EXERCISES = (
              allows=Allows(lambda randn: dict(x=randn(2, 3, 4), W1=0.5 * randn(5, 4), b1=randn(5), W2=0.5 * randn(4, 5),
                                               b2=randn(4)), half=True)),
     Exercise("ch06-causal", "the decoder's causal mask", "decoder_mask",
-             (_mask_by_hand, _mask_one, _mask_longer, _mask_new_queries, _mask_one_new_query),
+             (_mask_by_hand, _mask_one, _mask_longer, _mask_new_queries, _mask_three_of_seven, _mask_one_new_query),
              decoder_mask, forbidden=("causal_mask", "generate_square_subsequent_mask")),
     Exercise("ch06-greedy", "greedy decoding", "greedy",
              (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids, _greedy_bos_is_eos,
-              _greedy_ties, _greedy_max_len_zero, _greedy_pad_as_a_token),
+              _greedy_ties, _greedy_wide_tie, _greedy_max_len_zero, _greedy_pad_as_a_token),
              greedy, forbidden=("greedy_decode",)),
 )
 

@@ -96,9 +96,11 @@ def _mean_mask_not_a_prefix(fn):
 def _mean_float64(fn):
     x = torch.tensor([[[0.1, -1 / 3], [0.2, 5.0], [7.0, 7.0]]], dtype=torch.float64)
     expected = torch.tensor([[(0.1 + 0.2) / 2, (-1 / 3 + 5.0) / 2]], dtype=torch.float64)
-    _mean(fn, x, torch.tensor([[True, True, False]]), expected, "float64 x = [[0.1, -1/3], [0.2, 5], [pad]]",
-          "compute in x's dtype all the way (the mask .to(x.dtype), no .float() step), and divide by the "
-          "exact count of real tokens (no + eps)")
+    hint = ("compute in x's dtype all the way (the mask .to(x.dtype), no .float() step), and divide by the "
+            "exact count of real tokens (no + eps)")
+    case = "float64 x = [[0.1, -1/3], [0.2, 5], [pad]]"
+    expect_close(call(fn, case, hint, x=x, keep=torch.tensor([[True, True, False]])), expected, case, hint,
+                 atol=1e-15, rtol=1e-14)  # float64's precision: an eps of 1e-8 in the count is off by 1e-8
 
 
 def _mean_gradients(fn):
@@ -276,9 +278,19 @@ def _shares_mask_not_a_prefix(fn):
 def _shares_float64(fn):
     x = torch.tensor([[[0.1], [1 / 3], [9.0]]], dtype=torch.float64)
     weight = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
-    _shares(fn, x, torch.tensor([[True, True, False]]), weight,
-            torch.tensor([[0.1 / 2, 1 / 6, 0.0]], dtype=torch.float64), "float64 x and weight",
-            "compute in x's dtype all the way: the count of real tokens .to(x.dtype), no .float() step")
+    case, hint = "float64 x and weight", ("compute in x's dtype all the way: the count of real tokens "
+                                          ".to(x.dtype), no .float() step, and no + eps in the count")
+    expect_close(call(fn, case, hint, x=x, keep=torch.tensor([[True, True, False]]), weight=weight),
+                 torch.tensor([[0.1 / 2, 1 / 6, 0.0]], dtype=torch.float64), case, hint, atol=1e-15,
+                 rtol=1e-14)
+
+
+def _shares_one_token_rows(fn):
+    x = torch.tensor([[[1.0, 0.0]], [[0.0, 1.0]]])  # batch 2, t = 1
+    weight = torch.tensor([[0.0, 2.0], [1.0, 1.0]])
+    _shares(fn, x, torch.tensor([[True], [True]]), weight, torch.tensor([[1.0], [-1.0]]),
+            "batch 2 of one token each: shape (2, 1), [[1], [-1]]",
+            "keep the (batch, t) shape: squeeze() without a dimension also drops t = 1")
 
 
 _KEEP = torch.tensor([[True] * 5, [True, False, True, False, False], [False] * 4 + [True]])  # (3, 5): 5, 2 and 1 real tokens, not all first
@@ -295,7 +307,7 @@ EXERCISES = (
              allows=Allows(lambda randn: {"x": randn(3, 5, 4), "keep": _KEEP}, half=True)),
     Exercise("ch07-token-shares", "each token's share of the logit gap", "token_shares",
              (_shares_by_hand, _shares_sum_to_the_gap, _shares_nan_padding, _shares_inf_padding_wide,
-              _shares_mask_not_a_prefix, _shares_float64), token_shares,
+              _shares_mask_not_a_prefix, _shares_float64, _shares_one_token_rows), token_shares,
              allows=Allows(lambda randn: {"x": randn(3, 5, 4), "keep": _KEEP, "weight": randn(2, 4)}, half=True)),
 )
 

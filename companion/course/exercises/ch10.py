@@ -365,6 +365,15 @@ def _tiled_skips(fn):
            "t = 16 in tiles of 4: 10 of the 16 tiles hold a visible key; the other 6 must not be computed")
 
 
+def _tiled_narrow_heads(fn):
+    randn = draws(117)
+    _tiled(fn, randn(16, 2), randn(16, 2), randn(16, 2), 4,
+           "d_k = 2, t = 16 in tiles of 4: a strip of one query block against every visible key (4 x 16 "
+           "scores) is larger than the inputs here",
+           "compute one block_size x block_size tile of scores at a time, not a block of queries against all "
+           "its keys at once")
+
+
 def _tiled_rising(fn):
     Q = torch.full((3, 2), 10.0)
     K = torch.arange(8.0)[:, None].expand(8, 2) * 2  # scores rise with the key: 0, 28, ..., 198
@@ -582,7 +591,7 @@ EXERCISES = (
                            batched=("O1", "L1", "O2", "L2"), half=True, large={"L1": 100.0, "L2": 100.0})),
     Exercise("ch10-tiled", "causal tiled attention that skips the future", "causal_tiled_attention",
              (_tiled_by_hand, _tiled_cached, _tiled_ragged, _tiled_one_tile, _tiled_single, _tiled_one_query,
-              _tiled_skips, _tiled_rising, _tiled_very_negative, _tiled_float64_gradients),
+              _tiled_skips, _tiled_narrow_heads, _tiled_rising, _tiled_very_negative, _tiled_float64_gradients),
              causal_tiled_attention, forbidden=("tiled_attention", "TiledAttention", "scaled_dot_product_attention",
                                                 "softmax", "log_softmax", "MultiheadAttention", "flex_attention"),
              allows=Allows(lambda randn: dict(Q=randn(4, 3), K=randn(6, 3), V=randn(6, 2), block_size=4),
