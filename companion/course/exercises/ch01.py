@@ -178,6 +178,11 @@ def _softargmax_masked(fn):
     far = torch.tensor([[-2e9, -inf, -2e9]])
     case = "softargmax of [[-2e9, -inf, -2e9]], beta=1: a tie between two real scores far below -1e9"
     _softargmax(fn, far, 1.0, case, hint)
+    small = torch.tensor([[0.0, -inf, 1.0]])
+    case = "softargmax of [[0, -inf, 1]], beta=1e-38: a masked score keeps weight 0 however small beta is"
+    got = call(fn, case, hint, scores=small, beta=1e-38)
+    expect_close(got, torch.tensor([[0.5, 0.0, 0.5]]), case, hint + "; a finite fill such as "
+                 "torch.finfo(dtype).min times a tiny beta is close to 0, and its weight is not")
 
 
 def _softargmax_float64(fn):
@@ -246,6 +251,12 @@ def _hardargmax_infinite(fn):
     _hardargmax(fn, scores, expected, "hardargmax of [[1, inf, 2], [-inf, 3, -inf], [-inf, -inf, -5]] (masked "
                 "scores are -inf)", "inf - inf is NaN, so a test such as scores - max == 0 misses an infinite "
                 "maximum: compare scores == max, or take torch.argmax")
+    big = torch.finfo(torch.float16).max
+    _hardargmax(fn, torch.tensor([[-float("inf"), -big], [big, float("inf")]], dtype=torch.float16),
+                torch.tensor([[0.0, 1.0], [0.0, 1.0]], dtype=torch.float16),
+                "float16 [[-inf, -65504], [65504, inf]]: an infinity beside the largest finite number",
+                "-inf is below every finite number and inf above it: do not replace them (nan_to_num turns "
+                "them into the largest finite numbers, which then tie)")
 
 
 def _hardargmax_float64(fn):

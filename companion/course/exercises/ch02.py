@@ -479,6 +479,11 @@ def _masked_far_below(fn):
             "a masked key must get weight exactly 0 whatever the allowed scores are: fill with -inf (or "
             "torch.finfo(dtype).min), not -1e4, which is larger than -21,213 here; and a query with an allowed key "
             "must not lose it")
+    Q, K, V = (torch.tensor(v, dtype=torch.float64) for v in ([[1.0]], [[-1e300], [0.0]], [[1.0], [2.0]]))
+    _masked(fn, Q, K, V, torch.tensor([[True, False]]),
+            "float64, the allowed key scores -1e300 (below float32's range), the masked one 0",
+            "fill with -inf, or with the inputs' own torch.finfo(dtype).min: float32's lowest number (-3.4e38) "
+            "is larger than a float64 score of -1e300")
 
 
 EXERCISES = (
