@@ -87,6 +87,12 @@ class AttentionOnlyLM(nn.Module):
         return self.unembed(x), (all_weights if need_weights else None)
 
 
+def _next_token_nll(model: AttentionOnlyLM, ids: torch.Tensor, head_masks=None) -> torch.Tensor:
+    """Each next-token prediction's loss in nats: ``(batch, t - 1)`` for ids ``(batch, t)``."""
+    logits, _ = model(ids[:, :-1], head_masks=head_masks)  # (batch, t - 1, vocab)
+    return F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+
+
 def repeat_losses(model: AttentionOnlyLM, ids: torch.Tensor, copyable: torch.Tensor,
                   head_masks: list[torch.Tensor | None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The mean loss, in bits per token, on the first half's predictions and on the copyable ones.
@@ -102,8 +108,7 @@ def repeat_losses(model: AttentionOnlyLM, ids: torch.Tensor, copyable: torch.Ten
         half - 1`` (random: about ``log2(vocab)`` at best), ``repeat`` over ``copyable``.
     """
     half = ids.size(1) // 2
-    logits, _ = model(ids[:, :-1], head_masks=head_masks)  # (batch, 2 half - 1, vocab)
-    nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none") / math.log(2)
+    nll = _next_token_nll(model, ids, head_masks) / math.log(2)  # (batch, 2 half - 1), bits
     return nll[:, :half - 1].mean(), nll[copyable].mean()
 
 
@@ -143,8 +148,7 @@ def train_on_repeats(model: AttentionOnlyLM, *, steps: int, vocab_size: int, hal
 
     def loss(model, batch):
         ids, copyable = (x.to(next(model.parameters()).device) for x in batch)
-        logits, _ = model(ids[:, :-1])
-        nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # nats
+        nll = _next_token_nll(model, ids)  # (batch, 2 half - 1), nats
         half = ids.size(1) // 2
         record["first"].append(nll[:, :half - 1].mean().item() / math.log(2))
         record["repeat"].append(nll[copyable].mean().item() / math.log(2))
