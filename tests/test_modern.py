@@ -13,7 +13,7 @@ from torch import nn
 from companion import (EncoderLayer, scaled_dot_product_attention, GroupedQueryAttention, KVCache, MultiHeadAttention, RMSNorm, SwiGLU,
                        causal_mask, elu_feature_map, linear_attention, linear_attention_weights, online_softmax,
                        repeat_kv, sliding_window_mask, swiglu_width, tiled_attention)
-from companion.course.measure import LargestTensor, peak_memory
+from companion.course.measure import LargestTensor, Operations, peak_memory
 from companion.rotary import rotary_angles
 
 DOUBLE = dict(dtype=torch.float64)
@@ -130,6 +130,22 @@ def test_gqa_explains_bad_head_counts():
         GroupedQueryAttention(32, 4, 3)
     with pytest.raises(ValueError, match=r"num_kv_heads must be"):
         GroupedQueryAttention(32, 4, 0)
+
+
+def test_torchs_grouped_query_kernel_copies_key_value_heads_only_with_dropout():
+    """Chapter 10, section 10.4: the fused CPU kernel takes the shorter K and V as they are."""
+    g = torch.Generator().manual_seed(0)
+    Q = torch.randn(1, 8, 64, 16, generator=g, requires_grad=True)  # float32, as on the page
+    K, V = (torch.randn(1, 2, 64, 16, generator=g, requires_grad=True) for _ in range(2))
+    copies = {}
+    for dropout in (0.0, 0.1):
+        with Operations() as ops:
+            F.scaled_dot_product_attention(Q, K, V, is_causal=True, dropout_p=dropout,
+                                           enable_gqa=True).sum().backward()
+        copies[dropout] = [shapes for name, shapes in ops.calls if name == "clone"]
+        assert ops.names() and all(isinstance(n, str) for n in ops.names())
+    assert copies[0.0] == []  # one fused call forward, one backward: no key-value head repeated
+    assert copies[0.1] == [[(1, 2, 4, 64, 16)]] * 2  # the formula written out: K and V repeated
 
 
 # ---------------------------------------------------------------- sliding windows

@@ -1,5 +1,5 @@
-"""What a computation costs in memory (chapter 10): its peak, measured in a fresh process, and the
-largest tensor it makes.
+"""What a computation costs in memory (chapter 10): its peak, measured in a fresh process, the
+largest tensor it makes, and the operations it runs.
 
 PyTorch's CPU allocator keeps no statistics of its own, so the peak of one computation is
 measured in a process of its own, from the operating system's high-water mark of its resident
@@ -20,7 +20,7 @@ import textwrap
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["peak_memory", "LargestTensor"]
+__all__ = ["peak_memory", "LargestTensor", "Operations"]
 
 _SCRIPT = """
 import json, re, resource, sys
@@ -85,3 +85,27 @@ class LargestTensor(TorchDispatchMode):
             if isinstance(t, torch.Tensor):
                 self.largest = max(self.largest, t.numel())
         return out
+
+
+class Operations(TorchDispatchMode):
+    """Within ``with Operations() as ops:``, ``ops.calls`` lists every PyTorch (aten) operation run,
+    forward and backward, in order: ``(name, input_shapes)``, e.g.
+    ``("bmm", [(8, 256, 64), (8, 64, 256)])`` (chapter 10's look inside fused attention).
+
+    ``name`` is the operation's name without its overload (``"clone"``, ``"bmm"``,
+    ``"_scaled_dot_product_flash_attention_for_cpu"``); ``input_shapes`` holds the shape of each
+    tensor among its positional arguments.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.calls: list[tuple[str, list[tuple[int, ...]]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
+        self.calls.append((func.overloadpacket.__name__, shapes))
+        return func(*args, **(kwargs or {}))
+
+    def names(self) -> list[str]:
+        """The operations' names, in the order they ran."""
+        return [name for name, _ in self.calls]
