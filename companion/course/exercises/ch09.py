@@ -127,13 +127,13 @@ def _embed_eps(fn):
     tables = _embed_tables(94, 5, 4, 2, 8, scale=1e-4)
     _embed(fn, torch.tensor([[0, 1, 2, 3]]), torch.tensor([[0, 1, 0, 1]]), tables,
            "tables of size 1e-4: the sum's variance (about 1e-8) is below PyTorch's default epsilon 1e-5",
-           "BERT's LayerNorm adds eps = 1e-12 to the variance (config.json's layer_norm_eps), not nn.LayerNorm's "
-           "default 1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-12)")
+           "BERT's LayerNorm adds eps = 1e-12 to the variance (config.json's layer_norm_eps), not the default "
+           "1e-5 of PyTorch's LayerNorm: give the epsilon to whatever LayerNorm you use")
 
 
 def _embed_integer_ids(fn):
     hint = ("PyTorch indexes with a uint8 (or bool) tensor as a mask, not with ids, and refuses int16 and int8 "
-            "indices: convert the ids to int64 first (input_ids.long(), token_type_ids.long())")
+            "indices: convert both id tensors to int64 before you look them up")
     tables = _embed_tables(107, 6, 5, 2, 4)
     _embed(fn, torch.tensor([[5, 0, 3, 1], [2, 2, 4, 0]], dtype=torch.uint8),
            torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1]], dtype=torch.uint8), tables,
@@ -352,8 +352,8 @@ def _vectors_half_sum(fn):
     hidden = torch.tensor([300.0, 400.0]).expand(1, 256, 2).to(torch.float16)
     _vectors(fn, hidden, torch.ones(1, 256, dtype=torch.long),
              "float16, 256 tokens of (300, 400): the sum (76,800, 102,400) overflows float16, the mean does not",
-             "float16's largest number is 65504: sum in float32 (hidden.float()) and convert the result back to "
-             "hidden's dtype, or divide before you sum")
+             "float16's largest number is 65504: accumulate a half-precision sum in float32 and convert the "
+             "result back to hidden's dtype, or divide before you sum")
 
 
 def _vectors_left_padding(fn):
@@ -375,7 +375,8 @@ def _vectors_bool(fn):
 def _vectors_float64_gradients(fn):
     hidden = draws(103)(2, 3, 5).double().requires_grad_()
     case = "float64 hidden states that require gradients (sentence-transformers trains through the pooling)"
-    hint = "stay in PyTorch operations in hidden's dtype: no .float(), .detach(), .numpy() or torch.no_grad()"
+    hint = ("stay in PyTorch operations that autograd follows: no .detach(), .numpy() or torch.no_grad(); float64 "
+            "needs no float32 detour (.float() would round it), and the result is in hidden's dtype")
     got = _vectors(fn, hidden, torch.tensor([[1, 1, 0], [1, 1, 1]]), case, hint)
     expect_gradient(got, case, hint)
 
