@@ -136,4 +136,7 @@ def sample_next_token(logits: torch.Tensor, temperature: float = 1.0, top_k: int
     probs = next_token_probs(logits, temperature, top_k, top_p)  # (batch, vocab)
     if temperature == 0:
         return probs.argmax(dim=-1)
+    if generator is not None and generator.device.type != probs.device.type:
+        raise ValueError(f"generator is on {generator.device.type} but logits are on {probs.device}: sample with "
+                         f"a generator on the logits' device, torch.Generator(device={str(probs.device)!r})")
     return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(1)  # (batch,)

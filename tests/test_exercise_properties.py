@@ -20,7 +20,9 @@ SETTINGS = settings(max_examples=40, deadline=None)
 
 
 def randn(seed, *shape):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    """Drawn on the CPU, then on the default device (a GPU under COURSE_TEST_DEVICE=cuda)."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64, device="cpu")
+    return x.to(torch.get_default_device())
 
 
 def close(a, b):

@@ -26,7 +26,8 @@ def test_the_repeated_batch_repeats_each_row_and_marks_the_copyable_predictions(
 
 def _causal_weights(batch, heads, t, seed):
     g = torch.Generator().manual_seed(seed)
-    scores = torch.randn(batch, heads, t, t, generator=g, dtype=torch.float64)
+    scores = torch.randn(batch, heads, t, t, generator=g, dtype=torch.float64, device="cpu")
+    scores = scores.to(torch.get_default_device())
     return torch.softmax(scores.masked_fill(~causal_mask(t), float("-inf")), dim=-1)
 
 

@@ -19,8 +19,10 @@ from companion.rotary import rotary_angles
 DOUBLE = dict(dtype=torch.float64)
 
 
-def randn(*shape, seed=0, **kw):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), **DOUBLE, **kw)
+def randn(*shape, seed=0, requires_grad=False):
+    """Drawn on the CPU, then on the default device (a GPU under COURSE_TEST_DEVICE=cuda)."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed), device="cpu", **DOUBLE)
+    return x.to(torch.get_default_device()).requires_grad_(requires_grad)
 
 
 # ---------------------------------------------------------------- RMSNorm and SwiGLU
@@ -134,9 +136,9 @@ def test_gqa_explains_bad_head_counts():
 
 def test_torchs_grouped_query_kernel_copies_key_value_heads_only_with_dropout():
     """Chapter 10, section 10.4: the fused CPU kernel takes the shorter K and V as they are."""
-    g = torch.Generator().manual_seed(0)
-    Q = torch.randn(1, 8, 64, 16, generator=g, requires_grad=True)  # float32, as on the page
-    K, V = (torch.randn(1, 2, 64, 16, generator=g, requires_grad=True) for _ in range(2))
+    g = torch.Generator().manual_seed(0)  # the CPU's kernels, float32, as on the page
+    Q = torch.randn(1, 8, 64, 16, generator=g, device="cpu", requires_grad=True)
+    K, V = (torch.randn(1, 2, 64, 16, generator=g, device="cpu", requires_grad=True) for _ in range(2))
     copies = {}
     for dropout in (0.0, 0.1):
         with Operations() as ops:

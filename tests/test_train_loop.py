@@ -36,7 +36,7 @@ def test_a_warmup_longer_than_the_run_rises_the_whole_time():
 
 
 def tiny_task(generator):
-    x = torch.randn(16, 3, generator=generator)
+    x = torch.randn(16, 3, generator=generator, device=generator.device).to(torch.get_default_device())
     return x, (x.sum(-1) > 0).long()
 
 

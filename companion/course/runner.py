@@ -12,6 +12,8 @@ import contextlib
 import io
 from dataclasses import dataclass
 
+import torch
+
 from .exercises import Exercise, Mismatch, earlier_in_chapter
 from .guard import Guard
 from .rule import PRELUDE, RULE, as_ipython_runs_it, static_problem, uses_companion
@@ -54,7 +56,16 @@ def _not_implemented(exercise: Exercise, error: NotImplementedError) -> str:
 
 
 def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
-    """Run every check of ``exercise`` on ``fn``; stop at the first failure."""
+    """Run every check of ``exercise`` on ``fn``; stop at the first failure.
+
+    The checks make their inputs on the CPU even where ``torch.set_default_device`` names a
+    GPU, so that the notebook's verdict is the grader's.
+    """
+    with torch.device("cpu"):
+        return _run_checks(exercise, fn, guard)
+
+
+def _run_checks(exercise: Exercise, fn, guard: Guard | None) -> Result:
     guard = guard or BASELINE
     if not callable(fn):
         return Result(exercise.id, False, f"expected a function named {exercise.function}, got {type(fn).__name__}")

@@ -99,7 +99,9 @@ def random_windows(ids: torch.Tensor, block_size: int, batch_size: int,
     if ids.dim() != 1 or ids.size(0) <= block_size:
         raise ValueError(f"ids must be a 1-D stream longer than block_size={block_size}, got shape "
                          f"{tuple(ids.shape)}")
-    starts = torch.randint(0, ids.size(0) - block_size, (batch_size,), generator=generator)
-    offsets = torch.arange(block_size + 1)
+    device = None if generator is None else generator.device  # the generator's, not the default device
+    starts = torch.randint(0, ids.size(0) - block_size, (batch_size,), generator=generator,
+                           device=device).to(ids.device)
+    offsets = torch.arange(block_size + 1, device=ids.device)
     windows = ids[starts[:, None] + offsets].long()  # (batch, block_size + 1)
     return windows[:, :-1], windows[:, 1:]

@@ -44,5 +44,6 @@ def repeated_tokens(batch_size: int, half: int, vocab_size: int,
     int64 ``(batch_size, 2 half)`` and bool ``(batch_size, 2 half - 1)``."""
     for name, value in (("batch_size", batch_size), ("half", half), ("vocab_size", vocab_size)):
         check_positive_int(name, value)
-    first = torch.randint(0, vocab_size, (batch_size, half), generator=generator)
+    device = None if generator is None else generator.device  # the generator's, not the default device
+    first = torch.randint(0, vocab_size, (batch_size, half), generator=generator, device=device)
     return repeat_batch(first)

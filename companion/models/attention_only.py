@@ -134,7 +134,7 @@ def train_on_repeats(model: AttentionOnlyLM, *, steps: int, vocab_size: int, hal
     Returns:
         a dict: ``"first"``, ``"repeat"``: each step's training loss in bits on the two parts;
         with ``probe``, also ``"probe_steps"``, ``"probe_first"``, ``"probe_repeat"`` and
-        ``"previous"``, ``"induction"``: ``(probes, num_layers, num_heads)`` tensors of scores.
+        ``"previous"``, ``"induction"``: ``(probes, num_layers, num_heads)`` CPU tensors of scores.
     """
     low, high = halves
     if not 1 <= low <= high or 2 * high > model.embedding.max_len:
@@ -157,14 +157,14 @@ def train_on_repeats(model: AttentionOnlyLM, *, steps: int, vocab_size: int, hal
     probes = {"probe_steps": [], "probe_first": [], "probe_repeat": [], "previous": [], "induction": []}
 
     def measure(step):
-        ids, copyable = probe
+        ids, copyable = (x.to(next(model.parameters()).device) for x in probe)  # the model's device
         first, repeat = repeat_losses(model, ids, copyable)
         _, weights = model(ids, need_weights=True)
         probes["probe_steps"].append(step)
         probes["probe_first"].append(first.item())
         probes["probe_repeat"].append(repeat.item())
-        probes["previous"].append(torch.stack([previous_token_score(w) for w in weights]))
-        probes["induction"].append(torch.stack([induction_score(w, ids.size(1) // 2) for w in weights]))
+        probes["previous"].append(torch.stack([previous_token_score(w) for w in weights]).cpu())
+        probes["induction"].append(torch.stack([induction_score(w, ids.size(1) // 2) for w in weights]).cpu())
 
     if probe is not None:
         model.eval()
