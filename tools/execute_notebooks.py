@@ -37,6 +37,9 @@ def execute(path: Path) -> None:
             seconds.append(((ended - began).total_seconds(), i))
         if "data-output" in cell.metadata.get("tags", []):
             cell.outputs = []
+        if cell.cell_type == "code":  # a finished progress bar (leave=False) leaves only blanks behind
+            cell.outputs = [out for out in cell.outputs
+                            if not (out.get("output_type") == "stream" and not out.get("text", "").strip())]
     nbformat.write(notebook, path)
     slowest = ", ".join(f"cell {i} {s:.0f} s" for s, i in sorted(seconds, reverse=True)[:5])
     print(f"executed {path} in {total:.0f} s (slowest: {slowest})")

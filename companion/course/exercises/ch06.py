@@ -45,8 +45,8 @@ def greedy(model, src, bos_id, eos_id, pad_id, max_len):
     """model(src, prefix (batch, i)) -> logits (batch, i, vocab).
     Returns int64 (batch, 1 + n), n <= max_len: BOS, then the most likely token
     at each step, fed back; pad_id after a row's EOS; stop once every row ended."""
-    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
-    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(max_len):
         logits = model(src, out)                      # (batch, i, vocab)
         token = logits[:, -1].argmax(dim=-1)          # the last position's guess
