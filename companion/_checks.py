@@ -53,6 +53,11 @@ def check_tokens(name: str, tokens, pad_hint: str = "") -> None:
             f"{name} must be 2-D (batch, seq){pad_hint}, got {tokens.dim()}-D shape {tuple(tokens.shape)}; "
             f"for a single sequence use {name}.unsqueeze(0)"
         )
+    if tokens.dtype not in (torch.int64, torch.int32):
+        raise TypeError(
+            f"{name} must hold int64 (or int32) token ids, got dtype {tokens.dtype}: an embedding looks ids up "
+            f"with those only; use {name}.long()"
+        )
 
 
 def check_id_range(name: str, tokens: torch.Tensor, vocab_size: int, extra: str = "") -> None:

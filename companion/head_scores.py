@@ -26,6 +26,16 @@ def _check_weights(weights) -> None:
     if weights.size(-1) != weights.size(-2) or not weights.is_floating_point():
         raise ValueError(f"weights must be float self-attention weights (batch, num_heads, t, t), got "
                          f"{weights.dtype} of shape {tuple(weights.shape)}")
+    if weights.numel() == 0:
+        return
+    tol = 1e-2 if weights.dtype in (torch.float16, torch.bfloat16) else 1e-4
+    sums = weights.sum(dim=-1)  # (batch, num_heads, t): 1 for a softmax row, 0 for a row with no keys
+    low, high, off = torch.stack([weights.amin(), weights.amax(),
+                                  torch.minimum((sums - 1).abs(), sums.abs()).amax()]).tolist()
+    if not (low >= -tol and high <= 1 + tol and off <= tol):  # NaN fails too
+        raise ValueError(f"weights must be attention weights, each query's row of entries in [0, 1] summing to "
+                         f"1, got entries from {low:.3g} to {high:.3g} and a row sum {off:.3g} away from 1: "
+                         "pass the weights after the softmax, as (batch, num_heads, query, key)")
 
 
 def previous_token_score(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:

@@ -69,6 +69,8 @@ def linear_attention_weights(Q: torch.Tensor, K: torch.Tensor, causal: bool = Fa
     """
     check_qkv(Q, K, K)  # the same rules as linear_attention's (K stands in for V)
     _check_causal(Q, K, causal)
+    if Q.dtype in (torch.float16, torch.bfloat16):  # the row sums overflow half precision
+        return linear_attention_weights(Q.float(), K.float(), causal).to(Q.dtype)
     scores = elu_feature_map(Q) @ elu_feature_map(K).transpose(-2, -1)  # (batch, heads, t_q, t_k)
     if causal:
         scores = scores.tril(diagonal=K.size(-2) - Q.size(-2))  # the queries are the last t_q positions
@@ -99,6 +101,8 @@ def linear_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: 
     check_qkv(Q, K, V)
     check_positive_int("chunk_size", chunk_size)
     _check_causal(Q, K, causal)
+    if Q.dtype in (torch.float16, torch.bfloat16):  # sums over thousands of keys overflow half precision
+        return linear_attention(Q.float(), K.float(), V.float(), causal, chunk_size).to(Q.dtype)
     phi_Q, phi_K = elu_feature_map(Q), elu_feature_map(K)  # (batch, heads, t, d_k), positive
     if not causal:
         state = phi_K.transpose(-2, -1) @ V  # (batch, heads, d_k, d_v): sum_j phi(k_j) v_j^T

@@ -114,8 +114,9 @@ def _forward(Q, K, V, block_size: int, causal: bool):
             l = l * rescale + P.sum(dim=-1)
             acc = acc * rescale[..., None] + P @ V_j  # (batch, heads, b_q, d_v)
             m = m_new
-        # normalise once, at the end; no keys at all (t_k = 0) leave l = 0 and give 0, as PyTorch's kernel does
-        O[..., q_start:q_end, :] = torch.where(l[..., None] > 0, acc / l[..., None], 0.0)
+        # normalise once, at the end; no keys at all (t_k = 0) leave l = 0 and give 0, as PyTorch's kernel does,
+        # while a NaN (or an infinite score) stays NaN, as it does there
+        O[..., q_start:q_end, :] = torch.where(l[..., None] == 0, 0.0, acc / l[..., None])
         L[..., q_start:q_end] = m + torch.log(l)  # log sum_j exp(S_j): what the backward pass needs
     return O, L
 

@@ -194,6 +194,9 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a companion.KVCache (or None), got {type(cache).__name__}")
         static = isinstance(cache, MemoryCache)
+        if static and query is key:
+            raise ValueError("a MemoryCache holds a cross-attention memory and never grows; self-attention (the "
+                             "same tensor as query and key) needs a KVCache, which appends each step's keys")
         if static and self.rotary:
             raise ValueError("a MemoryCache holds a memory's keys and values (cross-attention), and rotary "
                              "positions belong to self-attention: use a KVCache")

@@ -41,8 +41,9 @@ class RMSNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(..., d_model)`` -> ``(..., d_model)``: each vector divided by its RMS, times ``g``."""
         check_features("x", x, self.d_model, self.weight)
-        mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
-        return self.weight * (x * torch.rsqrt(mean_square + self.eps))  # (..., d_model)
+        wide = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x  # x^2 overflows half precision
+        mean_square = wide.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
+        return self.weight * (wide * torch.rsqrt(mean_square + self.eps)).to(x.dtype)  # (..., d_model)
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"

@@ -212,3 +212,102 @@ def test_an_unexpected_grader_failure_exits_2(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(grading, "grade_folder", broken)
     assert grading.main([str(tmp_path)]) == grading.EXIT_GRADER_ERROR
     assert "grader error: RuntimeError: a bug in the grader" in capsys.readouterr().err
+
+
+# --- a second probe (589 mistaken calls, chapters 6 to 11): its silent wrong results ---------
+
+def _tiny_lm():
+    torch.manual_seed(0)
+    return TransformerLM(12, d_model=16, num_heads=2, num_layers=2, max_len=8).eval()
+
+
+def test_a_memory_cache_is_refused_where_self_attention_needs_a_growing_cache():
+    from companion import MemoryCache, MultiHeadAttention
+    lm, ids = _tiny_lm(), torch.randint(0, 12, (2, 4), generator=torch.Generator().manual_seed(1))
+    with pytest.raises(TypeError, match=r"caches\[0\] is MemoryCache.*KVCache of its own"):
+        lm(ids, [MemoryCache(), MemoryCache()])
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(ValueError, match="MemoryCache holds a cross-attention memory"):
+        MultiHeadAttention(8, 2)(x, x, x, cache=MemoryCache())
+
+
+def test_caches_of_unequal_lengths_are_refused():
+    lm, ids = _tiny_lm(), torch.randint(0, 12, (2, 4), generator=torch.Generator().manual_seed(1))
+    caches = lm.new_caches()
+    with torch.no_grad():
+        lm(ids[:, :3], caches)
+        with pytest.raises(ValueError, match=r"different numbers of positions \[3, 0\]"):
+            lm(ids[:, 3:], [caches[0], KVCache(8)])
+
+
+def test_small_integer_ids_get_a_clear_error_not_pytorchs():
+    lm = _tiny_lm()
+    for dtype in (torch.uint8, torch.int16):
+        with pytest.raises(TypeError, match=r"int64 \(or int32\) token ids.*use ids.long\(\)"):
+            lm(torch.zeros(1, 3, dtype=dtype))
+    lm(torch.zeros(1, 3, dtype=torch.int32))  # int32 indexes an embedding: accepted
+
+
+def test_rms_norm_in_half_precision_does_not_overflow():
+    x = torch.full((1, 8), 300.0, dtype=torch.float16)  # 300^2 = 90,000 > float16's 65,504
+    ours = RMSNorm(8, eps=1e-6).half()(x)
+    torch.testing.assert_close(ours, torch.nn.RMSNorm(8, eps=1e-6).half()(x))
+    assert ours.dtype == torch.float16 and bool((ours == 1).all())
+
+
+def test_linear_attention_in_half_precision_is_not_zero():
+    g = torch.Generator().manual_seed(0)
+    Q, K, V = (torch.randn(1, 1, 1024, 64, generator=g) for _ in range(3))
+    for causal in (False, True):
+        half = linear_attention(Q.half(), K.half(), V.half(), causal)
+        assert half.dtype == torch.float16
+        torch.testing.assert_close(half.float(), linear_attention(Q, K, V, causal), rtol=0, atol=2e-3)
+    rows = linear_attention_weights(Q.half(), K.half()).float().sum(-1)
+    torch.testing.assert_close(rows, torch.ones_like(rows), rtol=0, atol=1e-2)
+
+
+def test_tiled_attention_keeps_a_nan_as_pytorchs_kernel_does():
+    Q, K, V = _qkv()
+    Q[0, 0, 1, 0] = NAN
+    ours, theirs = tiled_attention(Q, K, V), F.scaled_dot_product_attention(Q, K, V)
+    assert bool(torch.isnan(ours[0, 0, 1]).all()) and bool(torch.isnan(theirs[0, 0, 1]).all())
+    torch.testing.assert_close(ours[0, 1], theirs[0, 1])  # the other head is untouched
+    assert bool((tiled_attention(Q[..., :0, :], K, V) == 0).all())  # no queries: nothing
+    assert bool((tiled_attention(_qkv()[0], K[..., :0, :], V[..., :0, :]) == 0).all())  # no keys: 0
+
+
+def test_head_scores_refuse_what_is_not_attention_weights():
+    from companion import causal_mask, induction_score, previous_token_score
+    scores = torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(0))
+    weights = scores.masked_fill(~causal_mask(6), -INF).softmax(-1)
+    previous_token_score(weights), induction_score(weights, 3)  # accepted
+    for wrong in (scores, 3 * weights, -weights, weights.transpose(-1, -2)):
+        with pytest.raises(ValueError, match="must be attention weights.*after the softmax"):
+            previous_token_score(wrong)
+        with pytest.raises(ValueError, match="must be attention weights"):
+            induction_score(wrong, 3)
+
+
+def test_repeat_losses_and_train_on_repeats_check_what_they_are_given():
+    from companion import AttentionOnlyLM, repeated_tokens
+    from companion.models import repeat_losses, train_on_repeats
+    torch.manual_seed(0)
+    model = AttentionOnlyLM(10, d_model=16, num_heads=2, num_layers=2, max_len=16)
+    ids, copyable = repeated_tokens(3, 4, 10, torch.Generator().manual_seed(0))
+    repeat_losses(model, ids, copyable)  # accepted
+    with pytest.raises(ValueError, match=r"copyable must be the bool \(3, 7\) mask"):
+        repeat_losses(model, ids, copyable.long())  # integer indexing would pick rows 0 and 1
+    with pytest.raises(ValueError, match=r"\(batch, 2 half\) with half >= 2"):
+        repeat_losses(model, ids[:, :7], copyable[:, :6])
+    with pytest.raises(ValueError, match="marks no prediction"):
+        repeat_losses(model, ids, torch.zeros_like(copyable))
+    with pytest.raises(ValueError, match=r"2 <= low <= high \(a half of 1"):
+        train_on_repeats(model, steps=1, vocab_size=10, halves=(1, 1))
+    with pytest.raises(ValueError, match=r"vocab_size=20 is larger than the model's vocabulary \(10\)"):
+        train_on_repeats(model, steps=1, vocab_size=20, halves=(2, 4))
+    with pytest.raises(TypeError, match="halves must be a pair of ints"):
+        train_on_repeats(model, steps=1, vocab_size=10, halves=(2.5, 4))
+    with pytest.raises(TypeError, match="probe must be the pair"):
+        train_on_repeats(model, steps=1, vocab_size=10, halves=(2, 4), probe=ids)
+    with pytest.raises(TypeError, match="must be an AttentionOnlyLM"):
+        train_on_repeats(_tiny_lm(), steps=1, vocab_size=10, halves=(2, 4))

@@ -4661,6 +4661,13 @@ for _id, _answers in _FRESH_TRIAL_5.items():
 # Chapter 11 (issue #48): the repeated batch, the induction score, the previous-token score.
 _CHAPTER_11 = {
     "ch11-repeat": [
+        ("rows stacked one by one: fails on an empty batch (fresh reading, stop 52)", """
+def double_up(first):
+    h = first.size(1)
+    ids = torch.stack([torch.cat([r, r]) for r in first])
+    copyable = torch.stack([torch.arange(2 * h - 1) >= h for _ in first])
+    return ids, copyable
+"""),
         ("the batch stacked instead of the sequence (dim 0)", """
 def double_up(first):
     half = first.shape[1]

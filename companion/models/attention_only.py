@@ -107,9 +107,26 @@ def repeat_losses(model: AttentionOnlyLM, ids: torch.Tensor, copyable: torch.Ten
         ``(first, repeat)``: scalar tensors; ``first`` over the predictions of tokens ``1 ..
         half - 1`` (random: about ``log2(vocab)`` at best), ``repeat`` over ``copyable``.
     """
+    _check_repeat("ids", ids, copyable)
     half = ids.size(1) // 2
     nll = _next_token_nll(model, ids, head_masks) / math.log(2)  # (batch, 2 half - 1), bits
     return nll[:, :half - 1].mean(), nll[copyable].mean()
+
+
+def _check_repeat(name: str, ids, copyable) -> None:
+    """Raise unless ``ids`` is a repeated batch (batch, 2 half), half >= 2, and ``copyable`` its mask."""
+    check_tokens(name, ids)
+    t = ids.size(1)
+    if t < 4 or t % 2:
+        raise ValueError(f"{name} must be (batch, 2 half) with half >= 2, a first half and its repeat (as "
+                         f"repeated_tokens returns it), got shape {tuple(ids.shape)}")
+    if not isinstance(copyable, torch.Tensor) or copyable.dtype != torch.bool \
+            or tuple(copyable.shape) != (ids.size(0), t - 1):
+        got = f"{copyable.dtype} {tuple(copyable.shape)}" if isinstance(copyable, torch.Tensor) else type(copyable).__name__
+        raise ValueError(f"copyable must be the bool ({ids.size(0)}, {t - 1}) mask of copyable predictions that "
+                         f"repeated_tokens returns beside the ids, got {got}")
+    if not bool(copyable.any()):
+        raise ValueError("copyable marks no prediction, so there is no copyable loss to measure")
 
 
 def train_on_repeats(model: AttentionOnlyLM, *, steps: int, vocab_size: int, halves: tuple[int, int] = (8, 24),
@@ -136,10 +153,23 @@ def train_on_repeats(model: AttentionOnlyLM, *, steps: int, vocab_size: int, hal
         with ``probe``, also ``"probe_steps"``, ``"probe_first"``, ``"probe_repeat"`` and
         ``"previous"``, ``"induction"``: ``(probes, num_layers, num_heads)`` CPU tensors of scores.
     """
+    if not isinstance(model, AttentionOnlyLM):
+        raise TypeError(f"model must be an AttentionOnlyLM (it takes head_masks), got {type(model).__name__}")
+    if not (isinstance(halves, (tuple, list)) and len(halves) == 2
+            and all(isinstance(h, int) and not isinstance(h, bool) for h in halves)):
+        raise TypeError(f"halves must be a pair of ints (shortest, longest half), got {halves!r}")
     low, high = halves
-    if not 1 <= low <= high or 2 * high > model.embedding.max_len:
-        raise ValueError(f"halves must be (low, high) with 1 <= low <= high and 2 * high <= max_len="
-                         f"{model.embedding.max_len}, got {halves}")
+    if not 2 <= low <= high or 2 * high > model.embedding.max_len:
+        raise ValueError(f"halves must be (low, high) with 2 <= low <= high (a half of 1 has nothing to copy) and "
+                         f"2 * high <= max_len={model.embedding.max_len}, got {halves}")
+    check_positive_int("vocab_size", vocab_size)
+    if vocab_size > model.unembed.out_features:
+        raise ValueError(f"vocab_size={vocab_size} is larger than the model's vocabulary "
+                         f"({model.unembed.out_features}): the tokens are drawn from [0, vocab_size)")
+    if probe is not None:
+        if not (isinstance(probe, (tuple, list)) and len(probe) == 2):
+            raise TypeError("probe must be the pair (ids, copyable) that repeated_tokens returns")
+        _check_repeat("probe's ids", *probe)
     record = {"first": [], "repeat": []}
 
     def draw(generator):

@@ -24,7 +24,7 @@ from torch import nn
 from .._checks import check_positive_int, check_tokens
 from ..data.chars import random_windows
 from ..embedding import TokenEmbedding
-from ..kv_cache import KVCache
+from ..kv_cache import KVCache, MemoryCache
 from ..layers import EncoderLayer, make_norm
 from ..masks import causal_mask
 from ..sampling import sample_next_token
@@ -110,6 +110,17 @@ class TransformerLM(nn.Module):
         if caches is not None and len({id(c) for c in caches}) != len(caches):
             raise ValueError("caches holds the same KVCache object more than once ([KVCache()] * n repeats one "
                              "object): each block needs a cache of its own; use model.new_caches()")
+        if caches is not None:
+            wrong = next(((i, c) for i, c in enumerate(caches)
+                          if not isinstance(c, KVCache) or isinstance(c, MemoryCache)), None)
+            if wrong is not None:
+                raise TypeError(f"caches[{wrong[0]}] is {type(wrong[1]).__name__}: every block needs a KVCache of "
+                                "its own (a MemoryCache holds a fixed cross-attention memory and never grows); use "
+                                "model.new_caches()")
+            lengths = [len(c) for c in caches]
+            if len(set(lengths)) > 1:
+                raise ValueError(f"the caches hold different numbers of positions {lengths}: every block's cache "
+                                 "must come from the same steps; start again with model.new_caches()")
         offset = len(caches[0]) if caches is not None else 0  # the position of ids[:, 0]
         t = ids.size(1)
         x = self.embedding(ids, offset, check_range=check_range)  # (batch, t, d_model)

@@ -98,6 +98,12 @@ def _repeat_long(fn):
             "per next-token prediction, not 2 half")
 
 
+def _repeat_empty_batch(fn):
+    _repeat(fn, torch.zeros(0, 4, dtype=torch.int64), "an empty batch, first (0, 4): ids (0, 8), copyable (0, 7)",
+            "build ids and copyable for the whole batch at once (cat along dim 1, a mask expanded to the batch), "
+            "not row by row: a batch of no rows has nothing to stack")
+
+
 def _repeat_transposed(fn):
     first = torch.randint(0, 9, (5, 3), generator=torch.Generator().manual_seed(113)).t()  # (3, 5), not contiguous
     _repeat(fn, first, "first (3, 5) made by a transpose (not contiguous in memory)",
@@ -232,7 +238,8 @@ def _previous_dtypes(fn):
 
 EXERCISES = (
     Exercise("ch11-repeat", "the repeated-tokens batch and its copyable mask", "double_up",
-             (_repeat_by_hand, _repeat_rows, _repeat_half_one, _repeat_long, _repeat_transposed),
+             (_repeat_by_hand, _repeat_rows, _repeat_half_one, _repeat_long, _repeat_empty_batch,
+              _repeat_transposed),
              double_up, forbidden=("repeated_tokens", "repeat_batch")),
     Exercise("ch11-induction-score", "a head's induction score", "score_induction",
              (_induction_by_hand, _induction_random, _induction_half_one, _induction_dtypes),
