@@ -104,9 +104,8 @@ def _mask_longer(fn):
 
 def _mask_new_queries(fn):
     _mask(fn, 2, 5, "t_q = 2 new queries over t_k = 5 keys: [[T, T, T, T, F], [T, T, T, T, T]]",
-          "the queries are the LAST t_q positions: query i is position t_k - t_q + i, so shift the diagonal by "
-          "t_k - t_q (torch.tril(..., diagonal=t_k - t_q)); a plain tril of a wide matrix hides keys the "
-          "query may see")
+          "the queries are the LAST t_q positions: query i is position t_k - t_q + i, and a triangle that starts "
+          "at the top-left corner of a wide matrix hides keys the query may see")
 
 
 def _mask_three_of_seven(fn):

@@ -21,7 +21,7 @@ def double_up(first):
     """first int64 (batch, half) -> (ids int64 (batch, 2 half), copyable bool (batch, 2 half - 1))."""
     batch, half = first.shape
     ids = torch.cat([first, first], dim=1)                  # the half, then again
-    p = torch.arange(2 * half - 1)                          # prediction p: ids[p + 1]
+    p = torch.arange(2 * half - 1, device=first.device)     # prediction p: ids[p + 1]
     copyable = (p >= half).repeat(batch, 1)                 # its successor seen before
     return ids, copyable
 
@@ -178,8 +178,8 @@ def _previous_expected(weights, real):
 
 
 _PREVIOUS_HINT = ("count query i (i >= 1) only where token i AND token i - 1 are real; average weights[b, h, i, i - 1] "
-                  "over all the counted (b, i) pairs together, one score per head: the diagonal just below the "
-                  "main one (weights.diagonal(offset=-1, dim1=-2, dim2=-1))")
+                  "over all the counted (b, i) pairs together, one score per head: the entries on the diagonal just "
+                  "below the main one")
 
 
 def _previous(fn, weights, real, case, hint=_PREVIOUS_HINT):
