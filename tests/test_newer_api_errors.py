@@ -193,14 +193,21 @@ def test_imdb_names_the_variable_and_the_file_that_is_not_utf8(tmp_path, monkeyp
         read_imdb(tmp_path)
 
 
-@pytest.mark.parametrize("value", ["inf", "1e9", "nan", "abc", "0", "-1"])
+@pytest.mark.parametrize("value", ["inf", "1e9", "nan", "abc", "0", "-1", "1e-300", "0.5"])
 def test_the_graders_timeout_is_a_bounded_number_of_seconds(value, capsys):
     from companion.course.grading import main
     with pytest.raises(SystemExit) as stopped:
         main(["somewhere", "--timeout", value])
     assert stopped.value.code == 2  # argparse's usage error, never "an exercise failed"
     err = capsys.readouterr().err
-    assert "--timeout must be a number of seconds above 0 and at most 86,400" in err and "_positive" not in err
+    assert "--timeout must be a number of seconds from 1" in err and "to 86,400" in err and "_positive" not in err
+
+
+def test_the_grader_refuses_an_empty_folder_name(capsys):
+    from companion.course.grading import main
+    with pytest.raises(SystemExit) as stopped:
+        main(["", "--chapter", "3"])  # Path("") is the current folder
+    assert stopped.value.code == 2 and "an empty name would grade the current folder" in capsys.readouterr().err
 
 
 def test_an_unexpected_grader_failure_exits_2(monkeypatch, tmp_path, capsys):

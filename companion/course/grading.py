@@ -54,6 +54,7 @@ __all__ = ["Result", "Cell", "find_exercise_cells", "grade_folder", "Report", "m
 
 EXIT_PASSED, EXIT_FAILED, EXIT_GRADER_ERROR = 0, 1, 2
 MAX_TIMEOUT = 86_400.0  # seconds: the longest --timeout the grader accepts (one day)
+MIN_TIMEOUT = 1.0  # seconds: below it every exercise would "time out" before its process has started
 
 
 @dataclass
@@ -141,14 +142,15 @@ def _exercise_ids(chapters: list[str] | None) -> list[str]:
 
 
 def seconds(text: str) -> float:
-    """``--timeout``: a finite number of seconds, above 0 and at most :data:`MAX_TIMEOUT`."""
+    """``--timeout``: a finite number of seconds, from :data:`MIN_TIMEOUT` to :data:`MAX_TIMEOUT`."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 < value <= MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds above 0 and at most "
-                                         f"{MAX_TIMEOUT:,.0f} (one day), got {text!r}")
+    if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds from {MIN_TIMEOUT:g} (a checked "
+                                         f"exercise needs a process of its own) to {MAX_TIMEOUT:,.0f} (one day), "
+                                         f"got {text!r}")
     return value
 
 
@@ -203,8 +205,9 @@ def main(argv: list[str] | None = None, *, supervised: bool = False) -> int:
     parser.add_argument("--chapter", action="append", metavar="N",
                         help="grade only chapter N's exercises (3 or ch03); repeat for several")
     args = parser.parse_args(argv)
-    if args.folder is None:
-        parser.error("give the folder that holds the chapter notebooks, e.g. chapters/")
+    if args.folder is None or not args.folder.strip():
+        parser.error("give the folder that holds the chapter notebooks, e.g. chapters/ (an empty name would "
+                     "grade the current folder)")
     try:
         _exercise_ids(args.chapter)
     except ValueError as error:
