@@ -318,3 +318,15 @@ def test_repeat_losses_and_train_on_repeats_check_what_they_are_given():
         train_on_repeats(model, steps=1, vocab_size=10, halves=(2, 4), probe=ids)
     with pytest.raises(TypeError, match="must be an AttentionOnlyLM"):
         train_on_repeats(_tiny_lm(), steps=1, vocab_size=10, halves=(2, 4))
+
+
+@pytest.mark.parametrize("cls", [NGramLM, KneserNeyLM])
+@pytest.mark.parametrize("start_id", [1.5, True, "0"])
+def test_an_ngram_models_start_id_is_an_int_never_cut(cls, start_id):
+    with pytest.raises(TypeError, match="start_id must be an int token id"):
+        cls(2, 5, start_id=start_id)
+
+
+def test_add_k_refuses_a_bool():
+    with pytest.raises(ValueError, match="k must be a finite number > 0"):
+        NGramLM(2, 5, k=True)

@@ -59,6 +59,14 @@ def _scored_ids(ids, vocab_size: int) -> np.ndarray:
     return ids
 
 
+def _check_start_id(start_id, vocab_size: int) -> None:
+    """``start_id`` must be an int token id in ``[0, vocab_size)``: never a float or a bool, silently cut."""
+    if isinstance(start_id, bool) or not isinstance(start_id, (int, np.integer)):
+        raise TypeError(f"start_id must be an int token id, got {type(start_id).__name__} {start_id!r}")
+    if not 0 <= start_id < vocab_size:
+        raise ValueError(f"start_id must be a token id in [0, {vocab_size}), got {start_id}")
+
+
 def _ngram_keys(ids: np.ndarray, n: int, vocab_size: int, start_id: int) -> np.ndarray:
     """The key of the n-gram ending at every position of ``ids``: ``(len(ids),)``; the context
     before the first token is padded with ``start_id``."""
@@ -89,12 +97,11 @@ class NGramLM:
     def __init__(self, n: int, vocab_size: int, k: float = 1.0, start_id: int = 0) -> None:
         check_positive_int("n", n)
         check_positive_int("vocab_size", vocab_size)
-        if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+        if isinstance(k, bool) or not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
             raise ValueError(f"k must be a finite number > 0 (add-k smoothing), got {k!r}")
         if vocab_size ** n >= 2 ** 62:
             raise ValueError(f"vocab_size ** n = {vocab_size}^{n} does not fit the int64 keys; use a smaller n")
-        if not 0 <= start_id < vocab_size:
-            raise ValueError(f"start_id must be a token id in [0, {vocab_size}), got {start_id}")
+        _check_start_id(start_id, vocab_size)
         self.n, self.vocab_size, self.k, self.start_id = n, vocab_size, float(k), start_id
         self._keys = self._counts = self._context_keys = self._context_counts = None
 
@@ -182,8 +189,7 @@ class KneserNeyLM:
             raise ValueError(f"discount must be None (modified Kneser-Ney) or a number in (0, 1], got {discount!r}")
         if vocab_size ** n >= 2 ** 62:
             raise ValueError(f"vocab_size ** n = {vocab_size}^{n} does not fit the int64 keys; use a smaller n")
-        if not 0 <= start_id < vocab_size:
-            raise ValueError(f"start_id must be a token id in [0, {vocab_size}), got {start_id}")
+        _check_start_id(start_id, vocab_size)
         self.n, self.vocab_size, self.discount, self.start_id = n, vocab_size, discount, start_id
         self._orders = None  # per order m = 1..n: the tables below
 
