@@ -4995,3 +4995,61 @@ def masked_attention(Q, K, V, mask):
 
 for _id, _answers in _FRESH_TRIAL_1235.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# the fresh trial of chapters 4, 8, 9 and 11 (stop 52): what got through, now refused
+_FRESH_TRIAL_48911 = {
+    "ch08-bpc": [
+        ("the sum kept in float16 overflows (500 costly predictions)", """
+import math, torch
+import torch.nn.functional as F
+def bits_per_char(logits, ids):
+    lp = F.log_softmax(logits[:, :-1], dim=-1)
+    nll = -lp.gather(-1, ids[:, 1:, None])
+    return nll.sum() / nll.numel() / math.log(2)     # the SUM is kept in the logits' dtype: float16 overflows
+"""),
+    ],
+    "ch08-temperature": [
+        ("divided by T before the maximum is subtracted, in float64 (T = 1e-310)", """
+import torch
+import torch.nn.functional as F
+def temperature_probs(logits, temperature, top_k=None):
+    x = logits.double()
+    if top_k is not None:
+        kth = x.topk(top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(x.argmax(-1), x.shape[-1]).to(logits.dtype)
+    # WRONG for a T so small that logits / T overflows even float64 (T = 1e-310)
+    return torch.softmax(x / temperature, dim=-1).to(logits.dtype)
+"""),
+        ("divided by T before the maximum is subtracted, in float32 (T = 1e-39)", """
+import torch
+import torch.nn.functional as F
+def temperature_probs(logits, temperature, top_k=None):
+    x = logits if logits.dtype == torch.float64 else logits.float()
+    if top_k is not None:
+        kth = x.topk(top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, float("-inf"))
+    if temperature == 0:
+        return F.one_hot(x.argmax(-1), x.shape[-1]).to(logits.dtype)
+    # WRONG: divides before subtracting the max: float32 logits / 1e-39 overflow to inf
+    return torch.softmax(x / temperature, dim=-1).to(logits.dtype)
+"""),
+    ],
+    "ch09-embed": [
+        ("LayerNorm written out in float16: the variance underflows on tiny tables", """
+import torch
+def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, beta):
+    # manual LayerNorm in the tables' own dtype: the variance of ~1e-4 entries underflows float16
+    t = input_ids.shape[1]
+    x = word[input_ids.long()] + position[:t] + token_type[token_type_ids.long()]
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + 1e-12) + beta
+"""),
+    ],
+}
+
+for _id, _answers in _FRESH_TRIAL_48911.items():
+    WRONG.setdefault(_id, []).extend(_answers)

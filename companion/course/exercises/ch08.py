@@ -142,6 +142,14 @@ def _bits_very_confident(fn):
           "the softmax in one step, with torch.log_softmax (or F.cross_entropy), divided by ln 2")
 
 
+def _bits_long_half(fn):
+    logits = torch.tensor([200.0, 0.0]).expand(1, 501, 2).to(torch.float16)
+    _bits(fn, logits, torch.ones(1, 501, dtype=torch.long), "float16, 500 predictions each 200 nats off: 288.5 "
+          "bits; their sum (100,000 nats) is above float16's largest number, 65,504",
+          "a sum of many large float16 losses overflows to inf: take the mean (PyTorch accumulates it in float32) "
+          "or sum in float32, then return the result in the logits' dtype")
+
+
 def _bits_float64_gradients(fn):
     randn = draws(82)
     logits = randn(1, 2, 3).double().requires_grad_()
@@ -271,6 +279,17 @@ def _probs_tiny_temperature(fn):
            "probability between tied maxima (subtract the row's maximum first, then divide by T)")
 
 
+def _probs_vanishing_temperature(fn):
+    hint = ("subtract each row's maximum BEFORE dividing by T: at a tiny T, logits / T overflows to inf and "
+            "inf - inf is NaN, while (logits - max) / T only runs to -inf, whose exponential is 0")
+    _probs(fn, torch.tensor([[1.0, 0.5, 0.0]], dtype=torch.float64), 1e-310, None,
+           "float64 logits [1, 0.5, 0] at T = 1e-310: [1, 0, 0]", hint)
+    _probs(fn, torch.tensor([[1.0, 0.5, 0.0]]), 1e-39, None, "float32 logits [1, 0.5, 0] at T = 1e-39: [1, 0, 0]",
+           hint)
+    _probs(fn, torch.tensor([[3e30, 1e30, 0.0]]), 1e-9, None, "float32 logits [3e30, 1e30, 0] at T = 1e-9: [1, 0, 0]",
+           hint)
+
+
 def _probs_confident(fn):
     _probs(fn, torch.tensor([[1000.0, 999.0, 0.0]], dtype=torch.float64), 0.5, None,
            "float64 logits of 1000: exp(1000 / T) overflows",
@@ -385,13 +404,13 @@ def _step_trained_cache(fn):
 EXERCISES = (
     Exercise("ch08-bpc", "bits per character", "bits_per_char",
              (_bits_uniform, _bits_by_hand, _bits_random, _bits_confident, _bits_rows_apart, _bits_very_confident,
-              _bits_float64_gradients),
+              _bits_long_half, _bits_float64_gradients),
              bits_per_char, forbidden=("evaluate_bits_per_char",),
              allows=Allows(lambda randn: {"logits": randn(2, 4, 5), "ids": _IDS}, half=True)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",
              (_probs_temperatures, _probs_greedy, _probs_greedy_close, _probs_top_k, _probs_tie_at_k,
               _probs_no_top_k, _probs_confident, _probs_half_precision, _probs_small_temperature_half,
-              _probs_dropped_stay_dropped, _probs_tiny_temperature),
+              _probs_dropped_stay_dropped, _probs_tiny_temperature, _probs_vanishing_temperature),
              temperature_probs, forbidden=("next_token_probs", "sample_next_token", "softargmax", "hardargmax")),
     Exercise("ch08-cache", "one step of the key-value cache", "attend_with_cache",
              (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients, _step_trained_cache),

@@ -131,6 +131,15 @@ def _embed_eps(fn):
            "1e-5 of PyTorch's LayerNorm: give the epsilon to whatever LayerNorm you use")
 
 
+def _embed_eps_half(fn):
+    tables = _embed_tables(96, 5, 4, 2, 8, scale=1e-4, dtype=torch.float16)
+    _embed(fn, torch.tensor([[1, 2, 3]]), torch.tensor([[0, 0, 0]]), tables,
+           "float16 tables of size 1e-4: the squares of the deviations (about 1e-8) underflow float16",
+           "in half precision the variance's squares underflow to 0, and a LayerNorm written out divides by "
+           "sqrt(0 + 1e-12) into inf: use PyTorch's LayerNorm (which computes in float32) or compute in float32 "
+           "and return the tables' dtype")
+
+
 def _embed_integer_ids(fn):
     hint = ("PyTorch indexes with a uint8 (or bool) tensor as a mask, not with ids, and refuses int16 and int8 "
             "indices: convert both id tensors to int64 before you look them up")
@@ -388,7 +397,7 @@ EXERCISES = (
              (_layer_one, _layer_second, _layer_order, _layer_norms, _layer_key_order, _layer_many),
              layer_weights, forbidden=("layer_state_dict", "load_pretrained")),
     Exercise("ch09-embed", "BERT's input embeddings", "bert_embed",
-             (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_float64_gradients,
+             (_embed_small, _embed_positions, _embed_types, _embed_eps, _embed_eps_half, _embed_float64_gradients,
               _embed_every_row_learns, _embed_integer_ids),
              bert_embed, forbidden=("BertEncoder", "load_pretrained"),
              allows=Allows(lambda randn: dict(input_ids=torch.tensor([[1, 4, 2], [0, 3, 3]]),
