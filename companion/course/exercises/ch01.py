@@ -141,7 +141,8 @@ def _softargmax_beta_beyond_dtype(fn):
 def _softargmax_gradients(fn):
     case = "softargmax of a (4, 5) batch that requires gradients"
     hint = ("a model trains through softargmax: stay in PyTorch operations (no .numpy(), .item(), "
-            "torch.tensor(...) of computed values, .detach() or torch.no_grad())")
+            "torch.tensor(...) of computed values, no .detach() of the result or torch.no_grad(); detaching only the "
+            "row maximum you subtract is fine, since the softmax does not change with it)")
     scores = _ROWS.clone().requires_grad_(True)
     got = call(fn, case, hint, scores=scores, beta=1.0)
     expect_close(got, torch.softmax(_ROWS, -1), case, hint)
