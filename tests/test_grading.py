@@ -168,15 +168,15 @@ PARITY_CASES = [
     ("ch01-soft-lookup", "reuses the learner's own softargmax from the earlier exercise", True,
      "def soft_lookup(query, keys, values, beta=1.0):\n    return softargmax(keys @ query, beta) @ values\n"),
     ("ch01-self-attention", "calls scaled_dot_product_attention from the chapter's import cell", False,
-     "def self_attention(X, beta=1.0):\n    return scaled_dot_product_attention(X, X, X, scale=beta)[0]\n"),
+     "def self_attention(X, beta=1.0):\n    return scaled_dot_product_attention(X, X, X, scale=beta)\n"),
     ("ch01-self-attention", "imports companion's function under another name", False,
      "import companion\n\ndef self_attention(X, beta=1.0):\n"
-     "    return companion.scaled_dot_product_attention(X, X, X, scale=beta)[0]\n"),
+     "    return companion.scaled_dot_product_attention(X, X, X, scale=beta)\n"),
     ("ch01-self-attention", "a helper defined in the same cell", True,
-     "def _weights(X, beta):\n    return torch.softmax(beta * (X @ X.T), -1)\n\n"
-     "def self_attention(X, beta=1.0):\n    return _weights(X, beta) @ X\n"),
+     "def _weights(X, beta):\n    return torch.softmax(beta * (X @ X.mT), -1)\n\n"
+     "def self_attention(X, beta=1.0):\n    A = _weights(X, beta)\n    return A @ X, A\n"),
     ("ch01-self-attention", "IPython syntax in the cell", False,
-     "%time 1 + 1\ndef self_attention(X, beta=1.0):\n    return torch.softmax(beta * (X @ X.T), -1) @ X\n"),
+     "%time 1 + 1\ndef self_attention(X, beta=1.0):\n    A = torch.softmax(beta * (X @ X.mT), -1)\n    return A @ X, A\n"),
     ("ch01-hardargmax", "the function calls sys.exit()", False,
      "import sys\n\ndef hardargmax(scores):\n    sys.exit(0)\n"),
     ("ch07-masked-mean", "collate from the earlier exercise is visible", True,

@@ -120,6 +120,13 @@ def softargmax(scores, beta=1.0):
     e = torch.exp(beta * (scores - scores.max(-1, keepdim=True).values))
     return e / e.sum(-1, keepdim=True)
 """),
+        ("clamps the shifted scores at -12: a masked score keeps exp(-12)", """
+def softargmax(scores, beta=1.0):
+    beta = min(beta, torch.finfo(scores.dtype).max)
+    z = beta * (scores - scores.max(dim=-1, keepdim=True).values)
+    e = torch.exp(z.clamp(min=-12))
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
     ],
     "ch01-hardargmax": [
         ("returns the index", """
@@ -234,61 +241,86 @@ def soft_lookup(query, keys, values, beta=1.0):
     "ch01-self-attention": [
         ("normalises the columns", """
 def self_attention(X, beta=1.0):
-    return torch.softmax(beta * (X @ X.T), dim=0) @ X
+    A = torch.softmax(beta * (X @ X.transpose(-2, -1)), dim=-2)
+    return A @ X, A
 """),
         ("forgot beta", """
 def self_attention(X, beta=1.0):
-    return torch.softmax(X @ X.T, dim=-1) @ X
+    A = torch.softmax(X @ X.transpose(-2, -1), dim=-1)
+    return A @ X, A
 """),
-        ("returns the weights", """
+        ("returns only H", """
 def self_attention(X, beta=1.0):
-    return torch.softmax(beta * (X @ X.T), dim=-1)
+    return torch.softmax(beta * (X @ X.transpose(-2, -1)), dim=-1) @ X
+"""),
+        ("returns A before H", """
+def self_attention(X, beta=1.0):
+    A = torch.softmax(beta * (X @ X.transpose(-2, -1)), dim=-1)
+    return A, A @ X
+"""),
+        ("returns the formula's A, columns as queries", """
+def self_attention(X, beta=1.0):
+    A = torch.softmax(beta * (X @ X.transpose(-2, -1)), dim=-1)
+    return A @ X, A.transpose(-2, -1)
 """),
         ("not normalised", """
 def self_attention(X, beta=1.0):
-    return torch.exp(beta * (X @ X.T)) @ X
+    A = torch.exp(beta * (X @ X.transpose(-2, -1)))
+    return A @ X, A
 """),
         ("hand-written exp without a shift", """
 def self_attention(X, beta=1.0):
-    e = torch.exp(beta * (X @ X.T))
-    return (e / e.sum(dim=-1, keepdim=True)) @ X
+    e = torch.exp(beta * (X @ X.transpose(-2, -1)))
+    A = e / e.sum(dim=-1, keepdim=True)
+    return A @ X, A
 """),
-        ("X^T X instead of X X^T", """
+        ("X.T: right for one set, wrong for a batch of sets", """
 def self_attention(X, beta=1.0):
-    return X @ torch.softmax(beta * (X.T @ X), dim=-1)
+    A = torch.softmax(beta * (X @ X.T), dim=-1)
+    return A @ X, A
+"""),
+        ("transpose(1, 2): right for a batch, wrong for one set", """
+def self_attention(X, beta=1.0):
+    A = torch.softmax(beta * (X @ X.transpose(0, 1)), dim=-1)
+    return A @ X, A
+"""),
+        ("one softmax over the whole batch", """
+def self_attention(X, beta=1.0):
+    S = beta * (X @ X.transpose(-2, -1))
+    e = torch.exp(S - S.max())
+    A = e / e.sum(dim=-1, keepdim=True)
+    return A @ X, A
 """),
         ("scales X in place", """
 def self_attention(X, beta=1.0):
-    A = torch.softmax(beta * (X @ X.T), dim=-1)
+    A = torch.softmax(beta * (X @ X.transpose(-2, -1)), dim=-1)
     X *= 1.0
     X.copy_(A @ X)
-    return X
-"""),
-        ("returns H transposed", """
-def self_attention(X, beta=1.0):
-    return (torch.softmax(beta * (X @ X.T), dim=-1) @ X).T
+    return X, A
 """),
         ("divides by sqrt(d) as well", """
 def self_attention(X, beta=1.0):
-    A = torch.softmax(beta * (X @ X.T) / math.sqrt(X.shape[-1]), dim=-1)
-    return A @ X
+    S = X @ X.transpose(-2, -1) / math.sqrt(X.shape[-1])
+    A = torch.softmax(beta * S, dim=-1)
+    return A @ X, A
 """),
         ("float64 result", """
 def self_attention(X, beta=1.0):
     X64 = X.double()
-    return torch.softmax(beta * (X64 @ X64.T), dim=-1) @ X64
-"""),
-        ("shifts by the max of the whole score matrix", """
-def self_attention(X, beta=1.0):
-    S = beta * (X @ X.T)
-    e = torch.exp(S - S.max())
-    return (e / e.sum(dim=-1, keepdim=True)) @ X
+    A = torch.softmax(beta * (X64 @ X64.transpose(-2, -1)), dim=-1)
+    return A @ X64, A
 """),
         ("shifts by the diagonal x_i . x_i", """
 def self_attention(X, beta=1.0):
-    S = beta * (X @ X.T)
-    e = torch.exp(S - S.diagonal()[:, None])
-    return (e / e.sum(dim=-1, keepdim=True)) @ X
+    S = beta * (X @ X.transpose(-2, -1))
+    e = torch.exp(S - S.diagonal(dim1=-2, dim2=-1)[..., None])
+    A = e / e.sum(dim=-1, keepdim=True)
+    return A @ X, A
+"""),
+        ("H from the values of one set only", """
+def self_attention(X, beta=1.0):
+    A = torch.softmax(beta * (X @ X.transpose(-2, -1)), dim=-1)
+    return A @ X.reshape(-1, X.shape[-2], X.shape[-1])[0], A
 """),
     ],
     "ch02-attend-one": [
@@ -4509,8 +4541,8 @@ def soft_lookup(query, keys, values, beta=1.0):
     'ch01-self-attention': [
         ('scales X by beta before the product; beta*X overflows float16 even though beta*X@X.T does not', """
 def self_attention(X, beta=1.0):
-    A = torch.softmax((beta * X) @ X.T, dim=-1)
-    return A @ X
+    A = torch.softmax((beta * X) @ X.transpose(-2, -1), dim=-1)
+    return A @ X, A
 """),
     ],
     'ch02-masked-attention': [

@@ -40,9 +40,10 @@ def soft_lookup(query, keys, values, beta=1.0):
 
 
 def self_attention(X, beta=1.0):
-    """X (t, d) -> H (t, d): every x_i is a query against all of X; H = A X."""
-    A = torch.softmax(beta * (X @ X.T), dim=-1)  # (t, t), row i: query i
-    return A @ X
+    """X (..., t, d) -> H (..., t, d), A (..., t, t): every x_i asks all of X."""
+    S = X @ X.transpose(-2, -1)             # (..., t, t): S[i, j] = x_i . x_j
+    A = torch.softmax(beta * S, dim=-1)     # row i: query i's weights
+    return A @ X, A                         # row i of H: sum_j A[i, j] x_j
 
 
 # --- checks -----------------------------------------------------------------------
@@ -165,6 +166,10 @@ def _softargmax_masked(fn):
     got = call(fn, case, hint, scores=scores, beta=2.0)
     expected = torch.softmax(2.0 * rows.double(), -1).float()
     expect_close(got, expected, case, hint)
+    leaked = got.detach()[torch.isinf(rows)]
+    if bool((leaked != 0).any()):
+        raise Mismatch(f"{case}: the masked scores got weights {[float(w) for w in leaked]}, expected exactly 0. "
+                       f"Hint: {hint}; a clamp of the shifted scores (at -12, say) leaves exp(-12) = 6e-6 there")
     expect_gradient(got, case, hint)
     weights = torch.arange(9.0).reshape(3, 3)
     (got * weights).sum().backward()
@@ -317,7 +322,18 @@ def _lookup_float64(fn):
 
 def _attention(fn, X, beta, case, hint, atol=None):
     got = call(fn, case, hint, X=X, beta=beta)
-    expect_close(got, torch.softmax(beta * (X @ X.T), -1) @ X, case, hint, atol=atol)
+    S = X @ X.transpose(-2, -1)
+    A = torch.softmax(beta * S, -1)
+    _expect_pair(got, (A @ X, A), case, hint, atol=atol)
+
+
+def _expect_pair(got, expected, case, hint, atol=None):
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise Mismatch(f"{case}: expected a pair (H, A), got {type(got).__name__}. Hint: return H, A: H "
+                       "(..., t, d) first, then the weights A (..., t, t)")
+    expect_close(got[0], expected[0], f"{case}: H", hint, atol=atol)
+    expect_close(got[1], expected[1], f"{case}: A", hint + "; row i of A holds query i's weights and sums to 1",
+                 atol=atol)
 
 
 def _self_attention_small(fn):
@@ -361,8 +377,16 @@ def _self_attention_beta_outside(fn):
     hint = ("multiply the scores X X^T by beta, not X: beta * X is 100,000 here, beyond float16's largest "
             "number (65504), while beta * scores stays below 4,100")
     got = call(fn, case, hint, X=X, beta=1e7)
-    expected = torch.softmax(1e7 * (X.double() @ X.double().T), -1) @ X.double()
-    expect_close(got, expected.to(torch.float16), case, hint)
+    X64 = X.double()
+    A = torch.softmax(1e7 * (X64 @ X64.T), -1)
+    _expect_pair(got, ((A @ X64).to(torch.float16), A.to(torch.float16)), case, hint)
+
+
+def _self_attention_batch(fn):
+    X = _CUBE  # (2, 3, 4): two sets of three vectors
+    _attention(fn, X, 0.5, "X of shape (2, 3, 4): two sets of 3 vectors, each attending only within its set",
+               "X.T reverses every dimension of a 3-D tensor; swap the last two with X.transpose(-2, -1) "
+               "(or X.mT), so that each set's scores are its own (t, t)")
 
 
 def _self_attention_float64(fn):
@@ -392,8 +416,9 @@ EXERCISES = (
     Exercise("ch01-self-attention", "parameter-free self-attention", "self_attention",
              (_self_attention_small, _self_attention_beta, _self_attention_general,
               _self_attention_weights_sum_to_one, _self_attention_rows_of_different_scale, _self_attention_large,
-              _self_attention_beta_outside, _self_attention_float64), self_attention,
-             allows=Allows(lambda randn: {"X": randn(5, 4), "beta": 1.5}, half=True, large={"X": 8.0})),
+              _self_attention_beta_outside, _self_attention_float64, _self_attention_batch), self_attention,
+             allows=Allows(lambda randn: {"X": randn(5, 4), "beta": 1.5}, batched=("X",), half=True,
+                           large={"X": 8.0})),
 )
 
 __all__ = ["EXERCISES", "softargmax", "hardargmax", "soft_lookup", "self_attention", "Mismatch"]
