@@ -303,8 +303,9 @@ _HALF_HINT = ("keep {dtype} all the way: build masks, constants and new tensors 
               "avoid what overflows in half precision (subtract a row's maximum before exp; float16's "
               "largest number is 65504, so a fill such as -1e9 does not fit: use float('-inf') or "
               "torch.finfo(dtype).min)")
-_LARGE_HINT = ("exp of a number above about 88 overflows in float32: subtract each row's maximum before "
-               "exp (softmax does not change)")
+_LARGE_HINT = ("in float32 exp overflows to inf above about 88 and underflows to 0 below about -103: "
+               "subtract each row's own maximum (not one maximum for the whole tensor) before exp, so that "
+               "every row's largest term is exp(0) = 1 (softmax does not change)")
 
 
 def _check_batched(allows: Allows, function: str, solution, fn) -> None:
