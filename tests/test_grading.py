@@ -363,10 +363,36 @@ DELIBERATE = {
         "def hardargmax(scores):\n    return torch.zeros_like(scores).as_subclass(_Yes)\n",
         "ch01-hardargmax", "a subclass of torch.Tensor"),
     "the checker's saved comparison patched": (
-        "import sys\ncore = sys.modules['compan' + 'ion.course.exercises._core']\n"
+        "import sys\ncore = getattr(sys, 'mod' + 'ules')['compan' + 'ion.course.exercises._core']\n"
         "core._allclose = lambda *a, **k: True\n"
         "def soft_lookup(query, keys, values, beta=1.0):\n    return values[0]\n",
         "ch01-soft-lookup", "replaced companion.course.exercises._core._allclose"),
+    "sys.modules read directly": (
+        "import sys\ncore = sys.modules['compan' + 'ion.course.exercises._core']\n"
+        "def soft_lookup(query, keys, values, beta=1.0):\n    return values[0]\n",
+        "ch01-soft-lookup", "uses `sys.modules`"),
+    "a module imported by a built name": (
+        "import importlib\n"
+        "def soft_lookup(query, keys, values, beta=1.0):\n"
+        "    return importlib.import_module('compan' + 'ion').softargmax(keys @ query, beta) @ values\n",
+        "ch01-soft-lookup", "uses `importlib`"),
+    "the caller's variables through the stack": (
+        "import sys\n"
+        "def soft_lookup(query, keys, values, beta=1.0):\n"
+        "    return sys._getframe(1).f_globals['soft_lookup'](query, keys, values, beta)\n",
+        "ch01-soft-lookup", "reaches modules or the caller's variables"),
+    "a forbidden PyTorch function under a built name": (
+        "def softargmax(scores, beta=1.0):\n"
+        "    beta = min(beta, torch.finfo(scores.dtype).max)\n"
+        "    shifted = scores - scores.amax(dim=-1, keepdim=True)\n"
+        "    return getattr(torch, 'soft' + 'max')(beta * shifted, dim=-1)\n",
+        "ch01-softargmax", "calls PyTorch's `softmax`"),
+    "a forbidden PyTorch function through a class that calls it": (
+        "def softargmax(scores, beta=1.0):\n"
+        "    beta = min(beta, torch.finfo(scores.dtype).max)\n"
+        "    shifted = scores - scores.amax(dim=-1, keepdim=True)\n"
+        "    return getattr(nn, 'Soft' + 'max')(dim=-1)(beta * shifted)\n",
+        "ch01-softargmax", "calls PyTorch's `softmax`"),
     "input()": ("name = input()\n" + "def softargmax(scores, beta=1.0):\n    return scores\n",
                 "ch01-softargmax", "asked for input"),
 }

@@ -648,6 +648,12 @@ def masked_attention(Q, K, V, mask):
 """),
     ],
     "ch03-dot-variance": [
+        ("the mean of squared deviations in float16: one outlier's square overflows", """
+def dot_variance(q, k):
+    x = (q * k).sum(dim=-1)
+    d = x - x.mean()
+    return (d * d).mean() * (x.numel() / (x.numel() - 1))
+"""),
         ("variance over the components, not the samples", """
 def dot_variance(q, k):
     return (q * k).var(dim=-1).mean()
@@ -785,6 +791,10 @@ def prescale(Q, K):
 """),
     ],
     "ch03-row-entropy": [
+        ("the dtype's own epsilon inside the log", """
+def row_entropy(A):
+    return -(A * (A + torch.finfo(A.dtype).eps).log()).sum(dim=-1)
+"""),
         ("clamps inside the log (1e-6)", """
 def row_entropy(A):
     return -(A * A.clamp_min(1e-6).log()).sum(dim=-1)

@@ -52,6 +52,12 @@ def _ipython_line(source: str) -> int | None:
     return None
 
 
+# attributes that import a module by a built name, or reach the checks' own variables through
+# the call stack or the garbage collector: around the rule, not through it
+_REACHES_AROUND = frozenset({"import_module", "_getframe", "currentframe", "f_globals", "f_locals", "f_back",
+                             "get_objects", "get_referrers", "__builtins__", "__globals__"})
+
+
 def static_problem(exercise: Exercise, source: str) -> str | None:
     """What the rule rejects before running anything (the same text in notebook and grader)."""
     magic = _ipython_line(source)
@@ -75,6 +81,20 @@ def static_problem(exercise: Exercise, source: str) -> str | None:
             return (f"the cell uses the course's package (`{names[0]}`, line {node.lineno}): writing "
                     f"{exercise.function}() yourself is the exercise, so companion's own version is not "
                     f"allowed here ({RULE})")
+    for node in ast.walk(tree):
+        dynamic = None
+        if isinstance(node, ast.Name) and node.id == "__import__":
+            dynamic = "__import__"
+        elif isinstance(node, ast.Attribute) and (node.attr in _REACHES_AROUND or (
+                node.attr == "modules" and isinstance(node.value, ast.Name) and node.value.id == "sys")):
+            dynamic = node.attr if node.attr != "modules" else "sys.modules"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            dynamic = next((m for m in modules if m.partition(".")[0] == "importlib"), None)
+        if dynamic:
+            return (f"the cell uses `{dynamic}` (line {node.lineno}), which reaches modules or the caller's "
+                    "variables by a route built at run time; import what you need with an import statement "
+                    f"({RULE})")
     if exercise.forbidden:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 from dataclasses import dataclass
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from .exercises import Exercise, Mismatch, earlier_in_chapter
 from .guard import Guard
@@ -55,13 +57,50 @@ def _not_implemented(exercise: Exercise, error: NotImplementedError) -> str:
     return NOT_IMPLEMENTED
 
 
+LEARNER_CELL = "<exercise "  # the file name an exercise cell is compiled under (see evaluate)
+
+
+def _learner_code_running() -> bool:
+    """Whether an exercise cell's code is on the call stack (the checks' own code is not)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(LEARNER_CELL):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class _ForbiddenCalls(TorchFunctionMode):
+    """Refuses, while the learner's function runs, the PyTorch functions the statement forbids.
+
+    The rule (:func:`companion.course.rule.static_problem`) refuses a forbidden name written in
+    the cell; this catches the same function reached under a name built at run time
+    (``getattr(F, "soft" + "max")``, ``importlib``) or through a class that calls it
+    (``nn.MultiheadAttention`` calls ``F.multi_head_attention_forward``). The checks' own calls of
+    those functions, which compute the expected values, are not the learner's and pass.
+    """
+
+    def __init__(self, exercise: Exercise) -> None:
+        super().__init__()
+        self.exercise, self.names = exercise, frozenset(exercise.forbidden)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in self.names and _learner_code_running():
+            raise RuntimeError(f"it calls PyTorch's `{name}`, which the statement of this exercise asks you not "
+                               f"to use (a name built at run time, or a class that calls it, is still that "
+                               f"function); write {self.exercise.function}() from the basic operations it names")
+        return func(*args, **(kwargs or {}))
+
+
 def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
     """Run every check of ``exercise`` on ``fn``; stop at the first failure.
 
     The checks make their inputs on the CPU even where ``torch.set_default_device`` names a
     GPU, so that the notebook's verdict is the grader's.
     """
-    with torch.device("cpu"):
+    forbidden = _ForbiddenCalls(exercise) if exercise.forbidden else contextlib.nullcontext()
+    with torch.device("cpu"), forbidden:
         return _run_checks(exercise, fn, guard)
 
 

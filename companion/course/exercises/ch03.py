@@ -92,7 +92,7 @@ def _var_large_mean_float64(fn):
 
 def _var_large_mean_half(fn):
     hint = ("subtract the mean before squaring: the squares of the dot products themselves, 1,000^2, are "
-            "beyond float16's largest number (65504); torch.var (or a mean of squared deviations) does it right")
+            "beyond float16's largest number (65504); torch.var does it right")
     q = torch.tensor([[100.0, 0.0], [100.0, 0.0], [101.0, 0.0]], dtype=torch.float16)
     k = torch.tensor([[10.0, 0.0]] * 3, dtype=torch.float16)  # dot products 1000, 1000 and 1010
     expected = torch.tensor(100.0 / 3, dtype=torch.float16)
@@ -116,7 +116,19 @@ def _var_spread_half(fn):
     case = ("1000 float16 dot products alternating 990 and 1010 (variance 100.1; their squared deviations "
             "sum to 100,000, beyond float16)")
     hint = ("nothing on the way may overflow float16 (largest number 65504): a two-pass sum of squared "
-            "deviations reaches 100,000; torch.var accumulates in float32, or average the squared deviations")
+            "deviations reaches 100,000; torch.var accumulates in float32, or compute in float32 and return float16")
+    got = call(fn, case, hint, q=q, k=k)
+    expect_close(got, (q.double() * k.double()).sum(-1).var().to(torch.float16), case, hint)
+
+
+def _var_outlier_half(fn):
+    q = torch.zeros(1001, 1, dtype=torch.float16)
+    q[500] = 300.0  # one outlier: its squared deviation, about 89,800, is beyond float16
+    k = torch.ones(1001, 1, dtype=torch.float16)
+    case = ("1001 float16 dot products, all 0 but one 300 (variance 89.9; that one squared deviation, "
+            "about 89,800, is beyond float16)")
+    hint = ("nothing on the way may overflow float16 (largest number 65504), not even one squared deviation: "
+            "torch.var accumulates in float32, or compute in float32 and return float16")
     got = call(fn, case, hint, q=q, k=k)
     expect_close(got, (q.double() * k.double()).sum(-1).var().to(torch.float16), case, hint)
 
@@ -312,10 +324,23 @@ def _entropy_tiny_float64(fn):
              "no clamp inside the log: clamp_min(1e-6) turns log(1e-10) into log(1e-6); treat only exact zeros apart")
 
 
+def _entropy_tiny_weights(fn):
+    hint = ("no epsilon inside the log, not even the dtype's own (torch.finfo(A.dtype).eps): beside weights "
+            "this small it shifts every log; treat only exact zeros apart (torch.special.xlogy(A, A))")
+    A = torch.cat([torch.full((1000,), 1e-6), torch.tensor([0.999])])[None]
+    A64 = A.double()
+    _entropy(fn, A, (-(A64 * A64.log()).sum(-1)).float(),
+             "a float32 row of 1000 weights 1e-6 and one 0.999 (entropy 0.0148)", hint)
+    A = torch.cat([torch.full((100,), 1e-3), torch.tensor([0.9])]).to(torch.float16)[None]
+    A64 = A.double()
+    _entropy(fn, A, (-(A64 * A64.log()).sum(-1)).to(torch.float16),
+             "a float16 row of 100 weights 0.001 and one 0.9 (entropy 0.786)", hint)
+
+
 EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
              (_var_by_hand, _var_many, _var_unbiased, _var_large_mean, _var_large_mean_float64, _var_large_mean_half,
-              _var_many_half, _var_spread_half, _var_float64), dot_variance,
+              _var_many_half, _var_spread_half, _var_outlier_half, _var_float64), dot_variance,
              allows=Allows(lambda randn: {"q": randn(6, 5), "k": randn(6, 5)}, half=True)),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
              (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients,
@@ -323,7 +348,7 @@ EXERCISES = (
              allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
-              _entropy_not_contiguous, _entropy_float64, _entropy_zeros_half_and_double, _entropy_tiny_float64), row_entropy,
+              _entropy_not_contiguous, _entropy_float64, _entropy_zeros_half_and_double, _entropy_tiny_float64, _entropy_tiny_weights), row_entropy,
              allows=Allows(lambda randn: {"A": torch.softmax(randn(6), -1)}, batched=("A",), half=True)),
     Exercise("ch03-prescale", "d_k^(-1/4) on q and on k", "prescale",
              (_pre_by_hand, _pre_product, _pre_batched_float64, _pre_gradients), prescale,
