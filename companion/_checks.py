@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 
@@ -131,6 +132,14 @@ def check_positive_finite(name: str, x) -> None:
         raise TypeError(f"{name} must be a positive number, got {describe(x)}")
     if not (math.isfinite(x) and x > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {x}")
+
+
+def check_flags(**flags) -> None:
+    """Raise unless every flag is ``True`` or ``False``: a string such as ``"no"`` is truthy, and
+    would silently mean yes."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {describe(value)}")
 
 
 def check_choice(name: str, value, choices: tuple[str, ...]) -> None:

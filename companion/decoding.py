@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_positive_int, check_tokens
+from ._checks import check_flags, check_positive_int, check_tokens
 
 __all__ = ["greedy_decode", "beam_search"]
 
@@ -70,6 +70,7 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
         ``pad_id`` after each row's EOS.
     """
     _check_decoding(model, src, max_len, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+    check_flags(use_cache=use_cache)
     was_training = model.training
     model.eval()
     cached = use_cache and hasattr(model, "decode_step")

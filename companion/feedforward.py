@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_features, check_positive_int, check_probability
+from ._checks import check_choice, check_flags, check_features, check_positive_int, check_probability
 
 __all__ = ["PositionwiseFeedForward", "SwiGLU", "ACTIVATIONS", "swiglu_width"]
 
@@ -44,6 +44,7 @@ class PositionwiseFeedForward(nn.Module):
         check_positive_int("d_ff", d_ff)
         check_probability("dropout", dropout)
         check_choice("activation", activation, tuple(ACTIVATIONS))
+        check_flags(bias=bias)
         self.activation = activation
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2
@@ -88,6 +89,7 @@ class SwiGLU(nn.Module):
         check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
         check_probability("dropout", dropout)
+        check_flags(bias=bias)
         self.activation = "swiglu"
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1: the gate
         self.linear3 = nn.Linear(d_model, d_ff, bias=bias)  # W_3: what the gate lets through

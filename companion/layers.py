@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_tensor
+from ._checks import check_choice, check_flags, check_positive_int, check_tensor
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward, SwiGLU, swiglu_width
 from .gqa import GroupedQueryAttention
 from .linear_attention import LinearAttention
@@ -43,6 +43,7 @@ def make_norm(norm: str, d_model: int, eps: float = 1e-5, bias: bool = True) -> 
     """A block's norm (chapters 6 and 10): ``"layer"``: ``nn.LayerNorm(d_model, eps, bias=bias)``;
     ``"rms"``: :class:`companion.RMSNorm` (no bias). Returns a module ``(..., d_model) -> (..., d_model)``."""
     check_choice("norm", norm, ("layer", "rms"))
+    check_flags(bias=bias)
     return nn.LayerNorm(d_model, eps=eps, bias=bias) if norm == "layer" else RMSNorm(d_model, eps=eps)
 
 
@@ -120,6 +121,7 @@ class EncoderLayer(_Layer):
         attention: str = "softmax",
     ) -> None:
         super().__init__(d_model, d_ff, dropout, activation, norm, bias)
+        check_flags(norm_first=norm_first, rotary=rotary)
         self.norm_first = norm_first
         self.norm1 = make_norm(norm, d_model, layer_norm_eps, bias)
         self.norm2 = make_norm(norm, d_model, layer_norm_eps, bias)
@@ -193,6 +195,7 @@ class DecoderLayer(_Layer):
         norm: str = "layer",
     ) -> None:
         super().__init__(d_model, d_ff, dropout, activation, norm, bias)
+        check_flags(norm_first=norm_first, rotary=rotary)
         self.norm_first = norm_first
         self.norm1 = make_norm(norm, d_model, layer_norm_eps, bias)
         self.norm2 = make_norm(norm, d_model, layer_norm_eps, bias)

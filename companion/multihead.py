@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_mask, check_positive_int, check_probability, check_same_dtype_device, check_tensor
+from ._checks import check_flags, check_mask, check_positive_int, check_probability, check_same_dtype_device, check_tensor
 from .attention import scaled_dot_product_attention
 from .kv_cache import KVCache, MemoryCache
 from .rotary import apply_rotary
@@ -70,8 +70,7 @@ class MultiHeadAttention(nn.Module):
         check_positive_int("d_model", d_model)
         check_positive_int("num_heads", num_heads)
         check_probability("dropout", dropout)
-        if not isinstance(wide, bool):
-            raise TypeError(f"wide must be True or False, got {wide!r}")
+        check_flags(bias=bias, rotary=rotary, wide=wide)
         if not wide and d_model % num_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads} "
@@ -191,6 +190,7 @@ class MultiHeadAttention(nn.Module):
             ``(batch, num_heads, t_q, t_k)`` per head, or ``None`` unless ``need_weights``.
         """
         self._check_inputs(query, key, value)
+        check_flags(need_weights=need_weights)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a companion.KVCache (or None), got {type(cache).__name__}")
         static = isinstance(cache, MemoryCache)

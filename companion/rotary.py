@@ -38,6 +38,9 @@ def _check_positions(positions) -> None:
         raise TypeError(f"positions must hold integers (or real numbers), got dtype {positions.dtype}")
     if positions.dim() != 1:
         raise ValueError(f"positions must be 1-D (t,), one position per row, got shape {tuple(positions.shape)}")
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError("positions must be finite: a NaN or infinite position has no angle (got "
+                         f"{positions[~torch.isfinite(positions)][:3].tolist()})")
 
 
 def _check_even(d_k: int) -> None:

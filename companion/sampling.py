@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import torch
 
-from ._checks import check_positive_int, check_tensor
+from ._checks import check_positive_int, check_tensor, describe
 from .attention import hardargmax, softargmax
 
 __all__ = ["next_token_probs", "sample_next_token"]
@@ -73,8 +75,11 @@ def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int 
     """
     check_tensor("logits", logits, ndim=2, shape_doc="(batch, vocab)")
     _check_logits(logits)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (
-            math.isfinite(temperature) and temperature >= 0):
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+        raise TypeError(f"temperature must be a number >= 0 (0 = greedy, 1 = the model's own distribution), "
+                        f"got {describe(temperature)}")
+    temperature = float(temperature)  # a NumPy scalar is a number too
+    if not (math.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy, 1 = the model's own "
                          f"distribution), got {temperature!r}")
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float))
@@ -136,6 +141,9 @@ def sample_next_token(logits: torch.Tensor, temperature: float = 1.0, top_k: int
     probs = next_token_probs(logits, temperature, top_k, top_p)  # (batch, vocab)
     if temperature == 0:
         return probs.argmax(dim=-1)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (seeded, e.g. torch.Generator().manual_seed(0)) or "
+                        f"None, got {describe(generator)}")
     if generator is not None and generator.device.type != probs.device.type:
         raise ValueError(f"generator is on {generator.device.type} but logits are on {probs.device}: sample with "
                          f"a generator on the logits' device, torch.Generator(device={str(probs.device)!r})")

@@ -280,10 +280,12 @@ def test_a_bad_top_p_is_refused(top_p):
         next_token_probs(torch.zeros(1, 3), 1.0, top_p=top_p)
 
 
-@pytest.mark.parametrize("temperature", [-1.0, float("nan"), float("inf"), "1"])
+@pytest.mark.parametrize("temperature", [-1.0, float("nan"), float("inf")])
 def test_a_bad_temperature_is_refused(temperature):
     with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
         next_token_probs(torch.zeros(1, 3), temperature)
+    with pytest.raises(TypeError, match="temperature must be a number >= 0.*got str"):
+        next_token_probs(torch.zeros(1, 3), "1")
 
 
 # --- training and evaluation ----------------------------------------------------------

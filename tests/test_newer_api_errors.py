@@ -330,3 +330,99 @@ def test_an_ngram_models_start_id_is_an_int_never_cut(cls, start_id):
 def test_add_k_refuses_a_bool():
     with pytest.raises(ValueError, match="k must be a finite number > 0"):
         NGramLM(2, 5, k=True)
+
+
+# --- a third probe (stop 53): truthy strings, float ids, scalars where a sequence goes ----------
+
+from companion import MultiHeadAttention, generate, next_token_probs  # noqa: E402
+from companion.data.chars import CharVocab, random_windows  # noqa: E402
+from companion.models.bert import BertConfig  # noqa: E402
+from companion.models.pretrained import layer_state_dict  # noqa: E402
+
+_LM = TransformerLM(10, d_model=16, num_heads=2, num_layers=1, max_len=16)
+_PROMPT = torch.zeros(1, 2, dtype=torch.long)
+_X = torch.randn(1, 3, 8)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: generate(_LM, _PROMPT, 2, use_cache="no"), "use_cache"),
+    (lambda: SwiGLU(8, 16, bias="no"), "bias"),
+    (lambda: PositionwiseFeedForward(8, 16, bias="False"), "bias"),
+    (lambda: MultiHeadAttention(8, 2)(_X, _X, _X, need_weights="yes"), "need_weights"),
+    (lambda: MultiHeadAttention(8, 2, rotary="yes"), "rotary"),
+    (lambda: TransformerLM(10, d_model=16, num_heads=2, num_layers=1, bias="no"), "bias"),
+], ids=["generate", "SwiGLU", "feed-forward", "need_weights", "rotary", "TransformerLM"])
+def test_a_truthy_string_is_not_taken_for_true(call, name):
+    with pytest.raises(TypeError, match=rf"{name} must be True or False, got str"):
+        call()
+
+
+def test_greedy_decode_refuses_a_truthy_string_for_use_cache():
+    model = Transformer(6, 6, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1)
+    with pytest.raises(TypeError, match="use_cache must be True or False, got str"):
+        greedy_decode(model, torch.ones(1, 3, dtype=torch.long), 1, 2, 4, use_cache="no")
+
+
+@pytest.mark.parametrize("ids", [torch.arange(50.0), torch.arange(50) > 25], ids=["float", "bool"])
+def test_random_windows_refuses_ids_that_are_not_integers(ids):
+    with pytest.raises(TypeError, match="ids must hold integer token ids"):
+        random_windows(ids, 8, 2)
+
+
+@pytest.mark.parametrize("ids, error, match", [
+    ([1.0, 2.5], TypeError, "ids must be integers, got 1.0"),
+    (torch.tensor([1.0, 2.0]), TypeError, "integer token ids, got a tensor of dtype torch.float32"),
+    (torch.tensor([[1, 2]]), ValueError, "one sequence of ids"),
+], ids=["float list", "float tensor", "a batch"])
+def test_char_vocab_decode_names_what_is_wrong_with_the_ids(ids, error, match):
+    with pytest.raises(error, match=match):
+        CharVocab.build("helo wrd").decode(ids)
+
+
+def test_rotary_refuses_nan_positions():
+    with pytest.raises(ValueError, match="positions must be finite"):
+        apply_rotary(torch.randn(1, 4, 8), torch.tensor([0.0, NAN, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize("batch_size", [0, "8"])
+def test_evaluation_names_a_wrong_batch_size(batch_size):
+    with pytest.raises((TypeError, ValueError), match="batch_size must be a positive int"):
+        evaluate_bits_per_char(_LM, torch.randint(0, 10, (100,)), block_size=8, batch_size=batch_size)
+
+
+def test_a_single_constant_where_a_search_goes_is_named():
+    ids = torch.randint(0, 5, (100,))
+    with pytest.raises(TypeError, match=r"ks must be a sequence .* ks=\(0.1,\)"):
+        fit_ngram(2, ids, ids, 5, ks=0.1)
+    with pytest.raises(TypeError, match=r"discounts must be a sequence .* discounts=\(0.75,\)"):
+        fit_kneser_ney(2, ids, ids, 5, discounts=0.75)
+
+
+def test_sampling_names_a_generator_that_is_not_one_and_takes_a_numpy_temperature():
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        generate(_LM, _PROMPT, 2, temperature=1.0, generator=5)
+    with pytest.raises(TypeError, match="temperature must be a number"):
+        next_token_probs(torch.randn(1, 10), "1")
+    logits = torch.randn(2, 10)
+    assert torch.equal(next_token_probs(logits, np.float32(0.5)), next_token_probs(logits, 0.5))
+
+
+def test_a_missing_checkpoint_layer_is_named():
+    with pytest.raises(KeyError, match="the checkpoint has no 'encoder.layer.0.attention.self.query.weight'"):
+        layer_state_dict({}, 0)
+
+
+_BERT = dict(vocab_size=10, hidden_size=12, num_hidden_layers=1, num_attention_heads=3, intermediate_size=4,
+             max_position_embeddings=8, type_vocab_size=2, layer_norm_eps=1e-12, hidden_act="gelu")
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(hidden_size=-1), "hidden_size must be a positive integer"),
+    (dict(hidden_size=10), "hidden_size 10 is not divisible by num_attention_heads 3"),
+    (dict(layer_norm_eps=0.0), "layer_norm_eps must be a finite number > 0"),
+    (dict(hidden_act="gelu_new"), "hidden_act must be one of"),
+], ids=["negative width", "heads", "eps", "activation"])
+def test_a_bert_config_built_directly_is_checked(change, match):
+    BertConfig(**_BERT)  # the unchanged one is fine
+    with pytest.raises(ValueError, match=match):
+        BertConfig(**(_BERT | change))

@@ -70,7 +70,16 @@ class CharVocab:
 
     def decode(self, ids) -> str:
         """Ids (a tensor or a list) -> text; ``<unk>`` shows as ``\\ufffd``."""
+        if isinstance(ids, torch.Tensor) and (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool):
+            raise TypeError(f"ids must be integer token ids, got a tensor of dtype {ids.dtype}; use ids.long() if "
+                            "these really are ids")
         ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        if isinstance(ids, list) and ids and isinstance(ids[0], list):
+            raise ValueError("decode takes one sequence of ids (n,); decode a batch row by row, "
+                             "e.g. [vocab.decode(row) for row in ids]")
+        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
+        if wrong:
+            raise TypeError(f"ids must be integers, got {wrong[0]!r} ({type(wrong[0]).__name__})")
         bad = [i for i in ids if not 0 <= i < len(self)]
         if bad:
             raise ValueError(f"ids must be in [0, {len(self)}), got {bad[:5]}")
@@ -96,6 +105,11 @@ def random_windows(ids: torch.Tensor, block_size: int, batch_size: int,
     """
     check_positive_int("block_size", block_size)
     check_positive_int("batch_size", batch_size)
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a 1-D torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}; use ids.long() if these "
+                        "really are ids (a float id is not truncated here)")
     if ids.dim() != 1 or ids.size(0) <= block_size:
         raise ValueError(f"ids must be a 1-D stream longer than block_size={block_size}, got shape "
                          f"{tuple(ids.shape)}")

@@ -14,6 +14,8 @@ its weights in, and chapter 9 checks that the result equals Hugging Face's ``Ber
 
 from __future__ import annotations
 
+import math
+
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +62,21 @@ class BertConfig:
     type_vocab_size: int
     layer_norm_eps: float
     hidden_act: str
+
+    def __post_init__(self) -> None:  # a config built directly is checked as one read from a file
+        for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                    "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"BertConfig: {key} must be a positive integer, got {value!r}")
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps > 0):
+            raise ValueError(f"BertConfig: layer_norm_eps must be a finite number > 0, got {eps!r}")
+        if self.hidden_act not in HIDDEN_ACTS:
+            raise ValueError(f"BertConfig: hidden_act must be one of {sorted(HIDDEN_ACTS)}, got {self.hidden_act!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"BertConfig: hidden_size {self.hidden_size} is not divisible by num_attention_heads "
+                             f"{self.num_attention_heads} (each head gets hidden_size / num_attention_heads features)")
 
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":

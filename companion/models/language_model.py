@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import check_positive_int, check_tokens
+from .._checks import check_flags, check_positive_int, check_tokens
 from ..data.chars import random_windows
 from ..embedding import TokenEmbedding
 from ..kv_cache import KVCache, MemoryCache
@@ -161,6 +161,7 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
         int64 ``(batch, t0 + max_new_tokens)``: the whole prompt, then the new tokens.
     """
     check_tokens("prompt", prompt)
+    check_flags(use_cache=use_cache)
     if prompt.dim() != 2 or prompt.size(1) == 0:
         raise ValueError(f"prompt must be (batch, t0) with t0 >= 1, got shape {tuple(prompt.shape)}; "
                          "use prompt[None] for a single sequence")
@@ -262,6 +263,7 @@ def evaluate_bits_per_char(model: TransformerLM, ids: torch.Tensor, block_size: 
                         "really are ids (a float id is not truncated here)")
     if ids.dim() != 1 or ids.size(0) < 2:
         raise ValueError(f"ids must be a 1-D stream of at least 2 tokens, got shape {tuple(ids.shape)}")
+    check_positive_int("batch_size", batch_size)
     check_positive_int("block_size", block_size)
     if block_size > model.max_len:
         raise ValueError(f"block_size={block_size} is longer than the model's max_len={model.max_len}")

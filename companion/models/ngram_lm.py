@@ -139,6 +139,9 @@ def fit_ngram(n: int, train_ids, valid_ids, vocab_size: int, ks: Sequence[float]
     Returns:
         ``(model, scores)``: the model with the best ``k`` and ``{k: validation bits per char}``.
     """
+    if isinstance(ks, (int, float, str)) or not hasattr(ks, "__iter__"):
+        raise TypeError(f"ks must be a sequence of add-k constants to try, e.g. ks=(1.0, 0.1) or ks=({ks!r},), "
+                        f"got {ks!r}")
     ks = tuple(ks)
     if not ks:
         raise ValueError("ks is empty: give at least one add-k constant to try, e.g. ks=(1.0, 0.1)")
@@ -281,6 +284,9 @@ def fit_kneser_ney(n: int, train_ids, valid_ids, vocab_size: int,
     Returns:
         ``(model, scores)``: the model with the best discount and ``{discount: validation bits per char}``.
     """
+    if discounts is None or isinstance(discounts, (int, float, str)) or not hasattr(discounts, "__iter__"):
+        raise TypeError(f"discounts must be a sequence of discounts to try, e.g. discounts=(None, 0.75) or "
+                        f"discounts=({discounts!r},), got {discounts!r}")
     discounts = tuple(discounts)
     if not discounts:
         raise ValueError("discounts is empty: give at least one to try (None = modified Kneser-Ney's estimates)")

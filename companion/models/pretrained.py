@@ -36,6 +36,19 @@ __all__ = ["layer_state_dict", "load_pretrained",
            "encode_sentences", "mean_pool", "sentence_embedding"]
 
 
+def _check_layer(checkpoint: dict[str, torch.Tensor], i: int) -> None:
+    """Raise unless ``checkpoint`` holds BERT layer ``i``, naming what it holds instead."""
+    if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+        raise ValueError(f"i must be a layer index, an int >= 0, got {i!r}")
+    key = f"encoder.layer.{i}.attention.self.query.weight"
+    if key not in checkpoint:
+        layers = sorted({int(k.split(".")[2]) for k in checkpoint
+                         if k.startswith("encoder.layer.") and k.split(".")[2].isdigit()})
+        held = f"layers {layers[0]} to {layers[-1]}" if layers else "no encoder layers"
+        raise KeyError(f"the checkpoint has no {key!r}: it holds {held}; is it a BERT checkpoint read "
+                       "with read_checkpoint, and is i within its layers?")
+
+
 def layer_state_dict(checkpoint: dict[str, torch.Tensor], i: int) -> dict[str, torch.Tensor]:
     """The state dict of the course's :class:`companion.EncoderLayer` for the checkpoint's layer ``i`` (chapter 9).
 
@@ -47,6 +60,8 @@ def layer_state_dict(checkpoint: dict[str, torch.Tensor], i: int) -> dict[str, t
         A dict to pass to ``EncoderLayer.load_state_dict``; ``self_attn.W_qkv.weight`` is
         ``(3 d_model, d_model)``, the query, key and value weights stacked in that order.
     """
+    _check_layer(checkpoint, i)
+
     def get(name: str) -> torch.Tensor:
         return checkpoint[f"encoder.layer.{i}.{name}"]
 

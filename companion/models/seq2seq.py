@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data.reversal import BOS, EOS, PAD, Pairs
+from .._checks import check_flags
 from ..decoding import beam_search, greedy_decode
 from ..transformer import Transformer
 from .rnn_seq2seq import GRUSeq2Seq
@@ -130,6 +131,7 @@ def translate(model, pairs: Pairs, batch_size: int = 500, width: int = 1, use_ca
         int64 ``(n, t_src + 2)``: BOS, the output, EOS, then PAD, laid out like ``pairs.tgt``
         (an output that never emits EOS is cut at ``t_src + 1`` tokens).
     """
+    check_flags(use_cache=use_cache)
     device = next(model.parameters()).device
     t = pairs.tgt.size(1)
     rows = []
