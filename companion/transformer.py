@@ -205,8 +205,9 @@ class Transformer(nn.Module):
     Args:
         src_vocab_size: source token ids.
         tgt_vocab_size: target token ids (the output classes).
-        d_model, num_heads, d_ff, dropout, activation, norm_first, max_len, positional, layer_norm_eps:
-            as for :class:`Encoder`.
+        d_model, num_heads, d_ff, dropout, activation, norm_first, max_len, positional, layer_norm_eps,
+            bias, rotary: as for :class:`Encoder` (``rotary``: the self-attention of both stacks;
+            ``bias=False`` removes every bias, the output projection's too).
         num_encoder_layers: encoder depth.
         num_decoder_layers: decoder depth.
         src_pad_id, tgt_pad_id: optional padding ids.
@@ -222,13 +223,14 @@ class Transformer(nn.Module):
                  num_encoder_layers: int = 6, num_decoder_layers: int = 6, d_ff: int | None = None,
                  dropout: float = 0.1, activation: str = "relu", norm_first: bool = False, max_len: int = 512,
                  positional: str = "sinusoidal", src_pad_id: int | None = None, tgt_pad_id: int | None = None,
-                 layer_norm_eps: float = 1e-5) -> None:
+                 layer_norm_eps: float = 1e-5, bias: bool = True, rotary: bool = False) -> None:
         super().__init__()
         common = dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout, activation=activation,
-                      norm_first=norm_first, max_len=max_len, positional=positional, layer_norm_eps=layer_norm_eps)
+                      norm_first=norm_first, max_len=max_len, positional=positional, layer_norm_eps=layer_norm_eps,
+                      bias=bias, rotary=rotary)
         self.encoder = Encoder(src_vocab_size, num_layers=num_encoder_layers, pad_id=src_pad_id, **common)
         self.decoder = Decoder(tgt_vocab_size, num_layers=num_decoder_layers, pad_id=tgt_pad_id, **common)
-        self.output_proj = nn.Linear(d_model, tgt_vocab_size)  # logits over the target vocabulary
+        self.output_proj = nn.Linear(d_model, tgt_vocab_size, bias=bias)  # logits over the target vocabulary
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_mask: torch.Tensor | None = None,
                 tgt_mask: torch.Tensor | None = None, need_weights: bool = False):

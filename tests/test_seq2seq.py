@@ -209,3 +209,20 @@ def test_seq2seq_results_are_saved_by_section(tmp_path, monkeypatch):
     assert seq2seq.load_seq2seq_results()["seeds"] == {"runs": []}
     with pytest.raises(ValueError, match="'norm', 'gru' or 'seeds'"):
         seq2seq.save_seq2seq_results({"other": {}})
+
+
+def test_the_transformer_passes_bias_and_rotary_to_both_stacks():
+    from companion import Transformer, greedy_decode
+
+    torch.manual_seed(0)
+    plain = Transformer(7, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0)
+    lean = Transformer(7, 7, d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0,
+                       bias=False, rotary=True, positional="none")
+    assert any(name.endswith("bias") for name, _ in plain.named_parameters())
+    assert not [name for name, _ in lean.named_parameters() if name.endswith("bias")]
+    layers = [*lean.encoder.layers, *lean.decoder.layers]
+    assert all(layer.self_attn.rotary for layer in layers)
+    src = torch.randint(3, 7, (2, 5))
+    cached = greedy_decode(lean.eval(), src, 1, 2, 6)  # rotary positions through the decoder's caches
+    plain_steps = greedy_decode(lean, src, 1, 2, 6, use_cache=False)
+    assert torch.equal(cached, plain_steps)
