@@ -42,16 +42,21 @@ def softargmax(scores: torch.Tensor, beta: float = 1.0, dim: int = -1) -> torch.
     The maximum is subtracted *before* the multiplication by ``beta``: ``beta * (s - max s)``
     is at most 0, so it cannot overflow however large ``beta`` is, even in float16 (where
     ``beta * s`` would already be ``inf`` for ``beta = 1000``, ``s = 100``). Softmax does not
-    change when a constant is subtracted from every score, so the weights are the same. A
-    ``beta`` beyond the dtype's range gives the hard limit (ties share the weight).
+    change when a constant is subtracted from every score, so the weights are the same. Half
+    precision is computed in float32 and rounded once; a ``beta`` beyond the dtype's range
+    (or below its smallest number) is applied in float64, so ``1e39`` gives the hard limit
+    (ties share the weight) and a masked score keeps weight 0 however small ``beta`` is.
     """
     check_tensor("scores", scores)
     check_positive_finite("beta", beta)
-    # a beta beyond the dtype's range (1e39 in float32) would turn into inf, and inf * 0 is NaN at
-    # the maximum; the dtype's largest number is already the hard limit: every smaller score gets 0
-    beta = min(beta, torch.finfo(scores.dtype).max)
-    shifted = scores - scores.amax(dim=dim, keepdim=True).detach()  # (..., n), <= 0, the maximum at 0
-    return torch.softmax(beta * shifted, dim=dim)
+    work = torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype
+    s = scores.to(work)  # half precision is computed in float32, then rounded once
+    shifted = s - s.amax(dim=dim, keepdim=True).detach()  # (..., n), <= 0, the maximum at 0
+    if torch.finfo(work).tiny <= beta <= torch.finfo(work).max:
+        z = beta * shifted
+    else:  # beta itself would round to 0 or inf in the dtype (0 * -inf and inf * 0 are NaN):
+        z = (beta * shifted.double()).to(work)  # scale in float64, where any finite beta fits
+    return torch.softmax(z, dim=dim).to(scores.dtype)
 
 
 def hardargmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:

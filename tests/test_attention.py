@@ -139,3 +139,19 @@ def test_a_beta_beyond_the_dtypes_range_is_the_hard_limit(dtype):
     assert torch.equal(got, torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=dtype)), got
     tied = softargmax(torch.tensor([2.0, 2.0, 1.0], dtype=dtype), beta=beta)
     assert torch.equal(tied, torch.tensor([0.5, 0.5, 0.0], dtype=dtype)), tied  # ties share the limit
+
+
+def test_softargmax_half_precision_with_a_beta_beyond_its_range_is_accurate():
+    scores = torch.tensor([[0.0, 2e-5], [0.0, 1e-5]], dtype=torch.float16)
+    for beta in (1e5, 3e5):  # beyond float16's 65504: capping beta there gave 0.21 / 0.79
+        expected = torch.softmax(beta * scores.double(), dim=-1)
+        got = softargmax(scores, beta=beta)
+        assert got.dtype == torch.float16
+        torch.testing.assert_close(got.double(), expected, atol=2e-3, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_softargmax_keeps_a_masked_score_at_zero_when_beta_underflows(dtype):
+    scores = torch.tensor([[0.0, float("-inf"), 1.0]], dtype=dtype)
+    got = softargmax(scores, beta=1e-46)  # 0 in every one of these dtypes: 0 * -inf was NaN
+    torch.testing.assert_close(got, torch.tensor([[0.5, 0.0, 0.5]], dtype=dtype))

@@ -17,14 +17,20 @@ from ._core import Allows, Exercise, Mismatch, _allclose, call, expect_close, ex
 
 def softargmax(scores, beta=1.0):
     """softmax(beta * scores) over the last dimension, computed stably."""
+    # half precision rounds beta * (s - max s) too coarsely: compute in float32
+    half = scores.dtype in (torch.float16, torch.bfloat16)
+    s = scores.float() if half else scores
     # exp of a large number overflows; shifting each row by its max changes nothing.
     # Shift first, then scale: beta * (s - max s) <= 0 even where beta * s overflows
-    z = scores - scores.max(dim=-1, keepdim=True).values
-    # a beta beyond the dtype's range (1e39 in float32) would become inf, and inf * 0
-    # is NaN at the maximum; the dtype's largest number already gives the hard limit
-    beta = min(beta, torch.finfo(scores.dtype).max)
-    e = torch.exp(beta * z)
-    return e / e.sum(dim=-1, keepdim=True)
+    z = s - s.max(dim=-1, keepdim=True).values
+    # a beta that the dtype rounds to inf or to 0 (1e39 or 1e-46 in float32) makes
+    # inf * 0 or 0 * -inf, NaN: scale in float64 then, where any finite beta fits
+    if torch.finfo(z.dtype).tiny <= beta <= torch.finfo(z.dtype).max:
+        z = beta * z
+    else:
+        z = (beta * z.double()).to(z.dtype)
+    e = torch.exp(z)
+    return (e / e.sum(dim=-1, keepdim=True)).to(scores.dtype)
 
 
 def hardargmax(scores):
@@ -131,12 +137,30 @@ def _softargmax_huge_beta(fn):
 
 def _softargmax_beta_beyond_dtype(fn):
     hint = ("beta = 1e39 is finite but beyond the dtype's range: beta becomes inf, and inf * 0 is NaN "
-            "at the maximum; cap beta at torch.finfo(scores.dtype).max, which already gives the hard limit")
+            "at the maximum; multiply by beta in float64 there (or cap it at the dtype's largest number)")
     for dtype in (torch.float32, torch.bfloat16):
         scores = torch.tensor([[2.0, 4.0], [-1.0, -3.0], [5.0, 5.0]], dtype=dtype)
         case = f"softargmax of {dtype} [[2, 4], [-1, -3], [5, 5]], beta=1e39 (finite, beyond the dtype's range)"
         expected = torch.tensor([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]], dtype=dtype)
         expect_close(call(fn, case, hint, scores=scores, beta=1e39), expected, case, hint)
+
+
+def _softargmax_half_large_beta(fn):
+    scores = torch.tensor([[0.0, 2e-5]], dtype=torch.float16)
+    case = "softargmax of float16 [[0, 2e-5]], beta=1e5 (weights about 0.12 and 0.88)"
+    hint = ("beta = 1e5 is beyond float16's largest number (65504), and capping it there changes the weights: "
+            "compute half precision in float32 (scores.float()), then return float16")
+    got = call(fn, case, hint, scores=scores, beta=1e5)
+    expected = torch.softmax(1e5 * scores.double(), -1).to(torch.float16)
+    expect_close(got, expected, case, hint)
+
+
+def _softargmax_tiny_beta_masked(fn):
+    scores = torch.tensor([[0.0, float("-inf"), 1.0]])
+    case = "softargmax of float32 [[0, -inf, 1]], beta=1e-46 (beta rounds to 0 in float32)"
+    hint = ("float32 rounds beta = 1e-46 to 0, and 0 * -inf is NaN: multiply by beta in float64 where beta "
+            "is below the dtype's smallest number (torch.finfo(dtype).tiny), so the masked score stays -inf")
+    expect_close(call(fn, case, hint, scores=scores, beta=1e-46), torch.tensor([[0.5, 0.0, 0.5]]), case, hint)
 
 
 def _softargmax_gradients(fn):
@@ -314,6 +338,18 @@ def _lookup_beta_outside(fn):
     expect_close(got, (torch.softmax(100.0 * scores, -1) @ values.double()).to(torch.float16), case, hint)
 
 
+def _lookup_half_beta_inside(fn):
+    query = torch.tensor([1.0], dtype=torch.float16)
+    keys = torch.tensor([[0.0], [0.0007]], dtype=torch.float16)
+    values = torch.tensor([[0.0], [1.0]], dtype=torch.float16)
+    case = "float16 query [1], keys [[0], [0.0007]], values [[0], [1]], beta=1000 (answer about 0.67)"
+    hint = ("multiply by beta before exp, as in exp(beta * (scores - max)): exp(scores - max) ** beta raises "
+            "float16's rounding of a number near 1 to the power beta")
+    got = call(fn, case, hint, query=query, keys=keys, values=values, beta=1000.0)
+    expected = torch.softmax(1000.0 * (keys.double() @ query.double()), -1) @ values.double()
+    expect_close(got, expected.to(torch.float16), case, hint)
+
+
 def _lookup_float64(fn):
     keys, values = _X.double(), torch.arange(10.0, dtype=torch.float64).reshape(5, 2)
     _lookup(fn, torch.tensor([0.5, 0.1, -0.3], dtype=torch.float64), keys, values, 1.0, "float64 inputs",
@@ -398,6 +434,7 @@ EXERCISES = (
              (_softargmax_small, _softargmax_beta, _softargmax_rows, _softargmax_3d, _softargmax_large,
               _softargmax_rows_of_different_scale, _softargmax_large_beta, _softargmax_half_precision,
               _softargmax_half_small_differences, _softargmax_huge_beta, _softargmax_beta_beyond_dtype,
+              _softargmax_half_large_beta, _softargmax_tiny_beta_masked,
               _softargmax_gradients,
               _softargmax_masked, _softargmax_float64), softargmax,
              forbidden=("softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin"),
@@ -410,7 +447,7 @@ EXERCISES = (
              allows=Allows(lambda randn: {"scores": randn(5)}, batched=("scores",), half=True)),
     Exercise("ch01-soft-lookup", "a soft key-value lookup", "soft_lookup",
              (_lookup_small, _lookup_beta, _lookup_widths, _lookup_large_scores, _lookup_beta_outside,
-              _lookup_float64), soft_lookup,
+              _lookup_half_beta_inside, _lookup_float64), soft_lookup,
              allows=Allows(lambda randn: {"query": randn(4), "keys": randn(6, 4), "values": randn(6, 3), "beta": 2.0},
                            half=True)),
     Exercise("ch01-self-attention", "parameter-free self-attention", "self_attention",
