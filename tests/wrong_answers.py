@@ -6,6 +6,13 @@ Every one must be rejected, the same way by the notebook's check and by the grad
 
 WRONG = {
     "ch01-softargmax": [
+        ("caps beta at float16's largest number: the weights change", """
+def softargmax(scores, beta=1.0):
+    z = scores - scores.max(dim=-1, keepdim=True).values
+    beta = min(beta, torch.finfo(scores.dtype).max)
+    e = torch.exp(beta * z)
+    return e / e.sum(dim=-1, keepdim=True)
+"""),
         ("forgot beta", """
 def softargmax(scores, beta=1.0):
     e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
@@ -189,6 +196,12 @@ def hardargmax(scores):
 """),
     ],
     "ch01-soft-lookup": [
+        ("applies beta after exp: float16 rounding raised to the power beta", """
+def soft_lookup(query, keys, values, beta=1.0):
+    s = keys @ query
+    e = torch.exp(s - s.max()) ** beta
+    return (e / e.sum()) @ values
+"""),
         ("forgot beta", """
 def soft_lookup(query, keys, values, beta=1.0):
     return torch.softmax(keys @ query, -1) @ values
