@@ -328,9 +328,12 @@ def test_a_forbidden_function_is_caught_however_it_is_named(source):
 def test_a_learner_variable_that_shares_a_forbidden_name_is_allowed():
     """The ban is on PyTorch's function, not on the word: a local variable called softmax is fine."""
     answer = ("def softargmax(scores, beta=1.0):\n"
-              "    beta = min(beta, torch.finfo(scores.dtype).max)  # a beta beyond the dtype: the hard limit\n"
-              "    softmax = torch.exp(beta * (scores - scores.max(dim=-1, keepdim=True).values))\n"
-              "    return softmax / softmax.sum(dim=-1, keepdim=True)\n")
+              "    s = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores\n"
+              "    z = s - s.max(dim=-1, keepdim=True).values\n"
+              "    fits = torch.finfo(z.dtype).tiny <= beta <= torch.finfo(z.dtype).max\n"
+              "    z = beta * z if fits else (beta * z.double()).to(z.dtype)\n"
+              "    softmax = torch.exp(z)\n"
+              "    return (softmax / softmax.sum(dim=-1, keepdim=True)).to(scores.dtype)\n")
     assert evaluate(EXERCISES["ch01-softargmax"], answer).passed
 
 
