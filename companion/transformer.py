@@ -205,9 +205,10 @@ class Transformer(nn.Module):
     Args:
         src_vocab_size: source token ids.
         tgt_vocab_size: target token ids (the output classes).
-        d_model, num_heads, d_ff, dropout, activation, norm_first, max_len, positional, layer_norm_eps,
-            bias, rotary: as for :class:`Encoder` (``rotary``: the self-attention of both stacks;
-            ``bias=False`` removes every bias, the output projection's too).
+        d_model, num_heads, d_ff, dropout, activation, norm_first, max_len, positional, layer_norm_eps:
+            as for :class:`Encoder`.
+        bias, rotary: as for :class:`Encoder`; ``rotary`` acts in both stacks' self-attention, and
+            ``bias=False`` removes every bias, the output projection's too.
         num_encoder_layers: encoder depth.
         num_decoder_layers: decoder depth.
         src_pad_id, tgt_pad_id: optional padding ids.
