@@ -396,6 +396,20 @@ DELIBERATE = {
         "    shifted = scores - scores.amax(dim=-1, keepdim=True)\n"
         "    return getattr(nn, 'Soft' + 'max')(dim=-1)(beta * shifted)\n",
         "ch01-softargmax", "calls PyTorch's `softmax`"),
+    "the package reached at run time, inside the function": (
+        "def hardargmax(scores):\n    import sys\n"
+        "    pkg = getattr(sys, 'mod' + 'ules')['compan' + 'ion']\n"
+        "    return getattr(pkg, 'hard' + 'argmax')(scores)\n",
+        "ch01-hardargmax", "reached the course's package at run time (`hardargmax`)"),
+    "a reference solution reached at run time": (
+        "def soft_lookup(query, keys, values, beta=1.0):\n    import sys\n"
+        "    mod = getattr(sys, 'mod' + 'ules')['compan' + 'ion.course.exercises.ch01']\n"
+        "    return getattr(mod, 'soft_' + 'lookup')(query, keys, values, beta)\n",
+        "ch01-soft-lookup", "reached the course's package at run time (`the reference solution soft_lookup()`)"),
+    "the trace function switched off": (
+        "def hardargmax(scores):\n    import sys\n    sys.settrace(None)\n"
+        "    return torch.zeros_like(scores).scatter(-1, scores.argmax(-1, keepdim=True), 1.0)\n",
+        "ch01-hardargmax", "changed Python's trace function"),
     "input()": ("name = input()\n" + "def softargmax(scores, beta=1.0):\n    return scores\n",
                 "ch01-softargmax", "asked for input"),
 }

@@ -9,14 +9,17 @@ grader the cells it read from the ``.ipynb`` file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import os
 import sys
+import threading
 from dataclasses import dataclass
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .exercises import Exercise, Mismatch, earlier_in_chapter
+from .exercises import EXERCISES, Exercise, Mismatch, earlier_in_chapter
 from .guard import Guard
 from .rule import PRELUDE, RULE, as_ipython_runs_it, static_problem, uses_companion
 
@@ -93,6 +96,77 @@ class _ForbiddenCalls(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../companion
+_COURSE = os.path.dirname(os.path.abspath(__file__))  # .../companion/course: the checks' own code
+
+
+class _PackageCalls:
+    """Notes the learner's function reaching the course's package while the checks run.
+
+    The rule refuses ``companion`` written in the cell or bound in its namespace; this catches
+    it reached at run time (``getattr(sys, "mod" + "ules")["companion"]``, a frame's globals):
+    a call into the package's files, or into a reference solution, made from the learner's
+    code rather than from the checks. The checks never call the package outside
+    ``companion/course``, and call the reference solutions only from their own frames.
+    A trace function sees every new Python frame while the learner's function runs (no
+    line-by-line tracing); a cell that removes it is refused. What the function leaves to run
+    later (a gradient hook, say) is not watched.
+    """
+
+    def __init__(self, solutions) -> None:
+        self.solutions = frozenset(f.__code__ for f in solutions if hasattr(f, "__code__"))
+        self.reached: str | None = None
+        self.removed = False
+
+    def watching(self, fn):
+        """``fn``, run under this trace function each time it is called (and only then: tracing
+        slows all Python code, and the checks' own work need not pay for it)."""
+        @functools.wraps(fn)
+        def watched(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return watched
+
+    def __call__(self, frame, event, arg):
+        """Python's trace function: called once for every new frame; no line-by-line tracing."""
+        local = self.chained(frame, event, arg) if self.chained is not None else None
+        if self.reached is None:
+            code = frame.f_code
+            inside = code.co_filename.startswith(_PACKAGE) and not code.co_filename.startswith(_COURSE)
+            if inside or code in self.solutions:
+                caller = frame.f_back
+                while caller is not None:  # who asked: the learner's code, or the checks?
+                    name = caller.f_code.co_filename
+                    if name.startswith(LEARNER_CELL) or name.startswith("<earlier exercise"):
+                        self.reached = code.co_qualname if inside else f"the reference solution {code.co_name}()"
+                        break
+                    if name.startswith(_COURSE):
+                        break
+                    caller = caller.f_back
+        return local
+
+    def __enter__(self) -> "_PackageCalls":
+        self.chained = sys.gettrace()  # a coverage tool or debugger keeps working
+        self.before = threading.gettrace() if hasattr(threading, "gettrace") else None
+        sys.settrace(self)
+        threading.settrace(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.removed = self.removed or sys.gettrace() is not self
+        sys.settrace(self.chained)
+        threading.settrace(self.before)
+
+    def message(self, exercise: Exercise) -> str | None:
+        if self.reached is not None:
+            return (f"your {exercise.function}() reached the course's package at run time "
+                    f"(`{self.reached}`): writing {exercise.function}() yourself is the exercise ({RULE})")
+        if self.removed:
+            return ("the cell changed Python's trace function (sys.settrace), which the checks use to see "
+                    "what your function calls: remove that")
+        return None
+
+
 def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
     """Run every check of ``exercise`` on ``fn``; stop at the first failure.
 
@@ -100,8 +174,13 @@ def run_checks(exercise: Exercise, fn, guard: Guard | None = None) -> Result:
     GPU, so that the notebook's verdict is the grader's.
     """
     forbidden = _ForbiddenCalls(exercise) if exercise.forbidden else contextlib.nullcontext()
+    package = _PackageCalls(ex.solution for ex in EXERCISES.values())
     with torch.device("cpu"), forbidden:
-        return _run_checks(exercise, fn, guard)
+        result = _run_checks(exercise, package.watching(fn) if callable(fn) else fn, guard)
+    reached = package.message(exercise)
+    if reached is not None:
+        return Result(exercise.id, False, reached, result.checks_run)
+    return result
 
 
 def _run_checks(exercise: Exercise, fn, guard: Guard | None) -> Result:
