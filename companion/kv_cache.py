@@ -127,8 +127,26 @@ class MemoryCache(KVCache):
 
     Filled at the first decoding step; after that :class:`companion.MultiHeadAttention` reads
     ``K`` and ``V`` from it and projects only the new queries. It never grows: the memory
-    (the encoder's output) is the same at every step.
+    (the encoder's output) is the same at every step. It keeps the memory it was filled from
+    (``memory``), so that a step given another memory is refused rather than answered from the
+    old one.
     """
+
+    def __init__(self, max_len: int | None = None) -> None:
+        super().__init__(max_len)
+        self.memory: torch.Tensor | None = None  # (batch, t_src, d_model): what K and V were computed from
+
+    def check_memory(self, memory: torch.Tensor) -> None:
+        """Refuse a ``memory`` other than the one the cache was filled from (the same tensor, or
+        equal values: a step that passes the same memory costs no comparison)."""
+        held = self.memory
+        if held is None or memory is held:
+            return
+        if memory.shape != held.shape or memory.dtype != held.dtype or not torch.equal(memory, held):
+            raise ValueError(
+                f"this MemoryCache holds the keys and values of another memory (shape {tuple(held.shape)}), "
+                f"computed at the first step, and was given a different one (shape {tuple(memory.shape)}): "
+                "start new caches (model.new_caches()) for a new source")
 
     def update(self, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the memory's ``K`` ``(batch, num_heads, t_src, d_k)`` and ``V``, once."""

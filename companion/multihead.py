@@ -212,6 +212,7 @@ class MultiHeadAttention(nn.Module):
             self._check_head_mask(head_mask, query)
 
         if reuse:  # only the queries are new: (batch, num_heads, t_q, d_k); K and V as cached
+            cache.check_memory(key)
             Q, K, V = self.split_heads(self.project_query(query)), cache.K, cache.V
             if K.size(0) != batch:
                 raise ValueError(f"the MemoryCache holds a memory for batch {K.size(0)}, got queries for {batch}")
@@ -223,6 +224,8 @@ class MultiHeadAttention(nn.Module):
             K = apply_rotary(K, offset=offset)  # the new keys, after the cached ones
         if cache is not None:  # prepend the cached positions: (batch, num_heads, t_k, d_k)
             K, V = cache.update(K, V)
+            if static:
+                cache.memory = key  # (batch, t_src, d_model): what the cached K and V came from
         return self._attend(Q, K, V, mask, need_weights, head_mask)
 
     def _attend(self, Q, K, V, mask, need_weights: bool, head_mask):

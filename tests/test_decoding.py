@@ -33,6 +33,19 @@ def test_decode_step_equals_the_full_forward_pass_position_by_position(norm_firs
     assert [len(c) for c in caches[0]] == [6, 6] and [len(c) for c in caches[1]] == [5, 5]  # memory: t_src
 
 
+def test_a_step_with_another_memory_is_refused_not_answered_from_the_old_one():
+    model = small_transformer()
+    src, mask = source()
+    memory = model.encoder(src, mask=mask)[0]
+    caches = model.new_caches()
+    model.decode_step(torch.ones(3, 1, dtype=torch.long), memory, caches, src_mask=mask)
+    same = model.decode_step(torch.full((3, 1), 4), memory.clone(), caches, src_mask=mask)  # equal values: fine
+    assert same.shape == (3, 1, 13)
+    other = model.encoder(src.flip(1), mask=mask.flip(-1))[0]
+    with pytest.raises(ValueError, match=r"MemoryCache holds the keys and values of another memory.*new_caches"):
+        model.decode_step(torch.full((3, 1), 5), other, caches, src_mask=mask.flip(-1))
+
+
 def test_cached_greedy_decoding_gives_the_same_tokens():
     for seed in range(3):
         model = small_transformer(seed)
@@ -54,7 +67,7 @@ def test_a_memory_cache_projects_the_memory_once():
     projected, project = [], mha.project
     mha.project = lambda *args: projected.append(1) or project(*args)  # counts projections of K and V
     first = mha(queries[:, :1], memory, memory, cache=cache)[0]
-    later = mha(queries[:, 1:], memory * 0, memory * 0, cache=cache)[0]  # a different memory is not read
+    later = mha(queries[:, 1:], memory, memory, cache=cache)[0]  # the memory is not projected again
     assert projected == [1] and len(cache) == 5  # the first call only
     del mha.project
     expected = mha(queries, memory, memory)[0]
