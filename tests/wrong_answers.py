@@ -5088,3 +5088,103 @@ def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, bet
 
 for _id, _answers in _FRESH_TRIAL_48911.items():
     WRONG.setdefault(_id, []).extend(_answers)
+
+
+# Stop 54's fresh readings and trials: wrong answers that passed the checks of the time, each
+# wrong on a case the statement allows.
+_STOP_54 = {
+    "ch02-attend-one": [
+        ("W_k and W_v detached: right values, the keys' and values' projections never train", """
+def attend_one(X, i, W_q, W_k, W_v):
+    q = X[i] @ W_q
+    s = (X @ W_k.detach()) @ q / math.sqrt(W_q.shape[1])
+    return torch.softmax(s, 0) @ (X @ W_v.detach())
+"""),
+    ],
+    "ch02-masked-attention": [
+        ("a 2-D mask read as (batch, t_k) when its first axis equals the batch", """
+def masked_attention(Q, K, V, mask):
+    if mask.dim() == 2 and Q.dim() == 3 and mask.shape[0] == Q.shape[0]:
+        mask = mask[:, None, :]
+    s = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~mask, float("-inf"))
+    return torch.nan_to_num(torch.softmax(s, -1), nan=0.0) @ V
+"""),
+        ("-1e4 as the fill in half precision: an allowed score of -20000 loses to it", """
+def masked_attention(Q, K, V, mask):
+    fill = -1e4 if Q.element_size() == 2 else torch.finfo(Q.dtype).min
+    s = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~mask, fill)
+    return torch.softmax(s, -1) * mask.any(-1, keepdim=True) @ V
+"""),
+    ],
+    "ch03-row-entropy": [
+        ("a clamp at 1e-12 in float64: weights below it get the wrong log", """
+def row_entropy(A):
+    a = A.double()
+    return (-(a * a.clamp_min(1e-12).log()).sum(dim=-1)).to(A.dtype)
+"""),
+    ],
+    "ch06-greedy": [
+        ("the output built with src.new_full: an int32 source gives int32 ids and prefixes", """
+def greedy(model, src, bos_id, eos_id, pad_id, max_len):
+    out = src.new_full((src.shape[0], 1), bos_id)
+    ended = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        nxt = model(src, out)[:, -1].argmax(-1).to(out.dtype)
+        nxt = torch.where(ended, torch.full_like(nxt, pad_id), nxt)
+        out = torch.cat([out, nxt[:, None]], dim=1)
+        ended = ended | (nxt == eos_id)
+        if ended.all():
+            break
+    return out
+"""),
+    ],
+    "ch04-split-heads": [
+        ("detached and made a new leaf: the values are right, no gradient reaches x", """
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    return x.detach().view(b, t, num_heads, d // num_heads).transpose(1, 2).requires_grad_()
+"""),
+    ],
+    "ch04-merge-heads": [
+        ("detached and made a new leaf: the values are right, no gradient reaches x", """
+def merge_heads(x):
+    b, h, t, d_k = x.shape
+    return x.detach().transpose(1, 2).reshape(b, t, h * d_k).requires_grad_()
+"""),
+    ],
+    "ch04-multi-head": [
+        ("W_q detached: the output still requires a gradient (through W_o), W_q is never trained", """
+def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o):
+    Q = X_q.unsqueeze(1) @ W_q.detach()
+    K = X_kv.unsqueeze(1) @ W_k
+    V = X_kv.unsqueeze(1) @ W_v
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(W_q.shape[-1]), dim=-1)
+    heads = A @ V
+    b, h, t, d_v = heads.shape
+    return heads.transpose(1, 2).reshape(b, t, h * d_v) @ W_o
+"""),
+    ],
+    "ch04-ablate-head": [
+        ("a detached copy given requires_grad again: no gradient reaches Z", """
+def ablate_head(Z, num_heads, head):
+    out = Z.detach().clone()
+    d_k = Z.shape[-1] // num_heads
+    out[..., head * d_k:(head + 1) * d_k] = 0
+    return out.requires_grad_(Z.requires_grad)
+"""),
+    ],
+    "ch05-rope": [
+        ("angles formed in x's dtype: bfloat16 positions past 256 round, far rows turn wrongly", """
+def rope(x):
+    t, d = x.shape[-2], x.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)
+    ang = torch.arange(t, dtype=x.dtype)[:, None] * theta
+    c, s = ang.cos(), ang.sin()
+    xe, xo = x[..., 0::2], x[..., 1::2]
+    return torch.stack([xe * c - xo * s, xe * s + xo * c], -1).flatten(-2)
+"""),
+    ],
+}
+
+for _id, _answers in _STOP_54.items():
+    WRONG.setdefault(_id, []).extend(_answers)

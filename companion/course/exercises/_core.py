@@ -185,9 +185,9 @@ def expect_close(got, expected: torch.Tensor, case: str, hint: str, atol: float 
                            f"changed {expected.dtype} to {got.dtype}. Hint: build masks, weights and constants in "
                            "the input's dtype (torch.ones(d) and keep.float() are float32, and float32 times "
                            f"{expected.dtype} is float32): dtype=x.dtype, .to(x.dtype) or torch.ones_like(x)")
-        raise Mismatch(f"{case}: expected dtype {expected.dtype} (the input's), got {got.dtype}. Hint: keep the "
-                       "input's dtype: no .double(), .float() or .long(), and build new tensors with "
-                       "dtype=x.dtype or torch.zeros_like(x)")
+        raise Mismatch(f"{case}: expected dtype {expected.dtype}, got {got.dtype}. Hint: {hint} (the dtype the "
+                       "statement names, most often the input's: no stray .double(), .float() or .long(), and new "
+                       "tensors built with dtype=x.dtype or torch.zeros_like(x))")
     default_atol, default_rtol = _TOLERANCES.get(expected.dtype, (1e-5, 1e-4))
     atol = default_atol if atol is None else atol
     rtol = default_rtol if rtol is None else rtol
@@ -352,7 +352,7 @@ def expect_gradients_reach(outputs, inputs: dict, case: str, hint: str) -> None:
         which = case if len(outputs) == 1 else f"{case} (output {k} of {len(outputs)})"
         expect_gradient(out, which, hint)
     randn = draws(99)
-    total = sum((out * randn(*out.shape).to(out.dtype)).sum() for out in outputs)
+    total = sum((out * randn(*out.shape, 1)[..., 0].to(out.dtype)).sum() for out in outputs)  # 0-d too
     names = [name for name, value in inputs.items() if _is_tensor(value) and value.requires_grad]
     grads = torch.autograd.grad(total, [inputs[name] for name in names], allow_unused=True)
     missing = [name for name, grad in zip(names, grads) if grad is None or not bool((grad != 0).any())]

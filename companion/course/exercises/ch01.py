@@ -289,7 +289,7 @@ def _lookup_large_scores(fn):
     keys = torch.tensor([[30.0, 0.0], [0.0, 30.0], [20.0, 20.0]])
     values = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     _lookup(fn, torch.tensor([2.0, 1.0]), keys, values, 10.0, "scores 60, 30 and 60 with beta=10 (600 after scaling)",
-            "exp(6000) overflows to inf: use a stable softargmax (yours, or torch.softmax)")
+            "exp(600) overflows to inf: use a stable softargmax (yours, or torch.softmax)")
 
 
 def _lookup_beta_outside(fn):

@@ -135,12 +135,12 @@ def _one_float64(fn):
 
 
 def _one_gradients(fn):
-    case = "X and W_q requiring gradients (the tokens and the projections are learned)"
+    case = "X, W_q, W_k and W_v requiring gradients (the tokens and the projections are learned)"
     hint = "stay in PyTorch operations (no .numpy(), .item(), .tolist(), .detach() or torch.no_grad())"
     X, W_q, W_k, W_v = _WIDE
-    X, W_q = X.clone().requires_grad_(True), W_q.clone().requires_grad_(True)
+    X, W_q, W_k, W_v = (w.clone().requires_grad_(True) for w in (X, W_q, W_k, W_v))
     got = _one(fn, X, 3, W_q, W_k, W_v, case, hint)
-    expect_gradients_reach((got,), {"X": X, "W_q": W_q}, case, hint)
+    expect_gradients_reach((got,), {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v}, case, hint)
 
 
 # equivariance_gap -----------------------------------------------------------------
@@ -208,7 +208,8 @@ def _gap_batched(fn):
     expected = (_cumsum(X[:, perm]) - _cumsum(X)[:, perm]).abs().max()
     _gap(fn, _cumsum, X, perm, expected, "a batch X of shape (2, 3, 2), f = running sum over tokens",
          "the tokens are on dim -2 whatever the batch dimensions: X[..., perm, :], not X[perm] (that "
-         "permutes the batch)")
+         "permutes the batch); and the gap is one number, the largest absolute difference of any entry "
+         "(not a distance per token)")
 
 
 def _gap_two_batch_dims(fn):
@@ -270,7 +271,8 @@ def _cross_small(fn):
 
 def _cross_widths(fn):
     _cross(fn, *_CROSS, "t_q = 3, t_k = 5, d_model = 4, d_src = 6, d_k = 2, d_v = 3",
-           "queries from Y, keys *and values* from X; divide by sqrt(d_k) (W_q.shape[1]); the output is "
+           "queries from Y, keys *and values* from X; divide by sqrt(d_k), the projections' width "
+           "(W_q.shape[-1], not Q.size(1) when Q has a batch axis); the output is "
            "(t_q, d_v); nothing may be reshaped with the query's length")
 
 
@@ -292,8 +294,9 @@ def _cross_batched(fn):
     Y, X, W_q, W_k, W_v = _CROSS
     Yb, Xb = torch.stack([Y, -Y]), torch.stack([X, 2 * X])  # (2, 3, 4), (2, 5, 6)
     _cross(fn, Yb, Xb, W_q, W_k, W_v, "a batch: Y (2, 3, 4), X (2, 5, 6)",
-           "transpose the last two dimensions (K.transpose(-2, -1) or K.mT); K.T reverses every "
-           "dimension of a 3-D tensor")
+           "with a batch axis in front, read sizes from the end: d_k is Q.shape[-1] (Q.size(1) is t_q), and "
+           "K's last two dimensions are transposed with K.transpose(-2, -1) or K.mT (K.T reverses every "
+           "dimension of a 3-D tensor)")
 
 
 def _cross_batch_of_one(fn):
@@ -472,6 +475,26 @@ def _masked_float64(fn):
 
 
 
+def _masked_square_mask_batch_of_its_size(fn):
+    randn = draws(27)
+    Q, K, V = randn(2, 2, 3), randn(2, 2, 3), randn(2, 2, 4)
+    _masked(fn, Q, K, V, torch.ones(2, 2, dtype=torch.bool).tril(),
+            "a causal (2, 2) mask for a batch of 2 with t_q = t_k = 2",
+            "a 2-D mask is (t_q, t_k), whatever the batch size: it broadcasts against the scores (..., t_q, t_k) "
+            "from the right, so never read its first axis as the batch")
+
+
+def _masked_half_precision(fn):
+    hint = ("fill with -inf (or the dtype's own torch.finfo(dtype).min): -1e4 is larger than an allowed float16 "
+            "score of -20000; a fully masked row returns zeros in float16 too")
+    Q = torch.tensor([[-200.0], [1.0]], dtype=torch.float16)
+    K = torch.tensor([[100.0], [0.0]], dtype=torch.float16)
+    V = torch.tensor([[1.0], [2.0]], dtype=torch.float16)
+    mask = torch.tensor([[True, False], [False, False]])
+    _masked(fn, Q, K, V, mask, "float16: an allowed score of -20000 beside a masked 0, and a fully masked row",
+            hint)
+
+
 def _masked_far_below(fn):
     Q, K, V = torch.tensor([[100.0, 100.0]]), torch.tensor([[-150.0, -150.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0], [5.0, 6.0]])
     _masked(fn, Q, K, V, torch.tensor([[True, False]]),
@@ -513,7 +536,7 @@ EXERCISES = (
     Exercise("ch02-masked-attention", "masked attention, fully masked rows included", "masked_attention",
              (_masked_nothing_masked, _masked_padding, _masked_causal, _masked_padding_content, _masked_low_scores,
               _masked_rows_of_different_scale, _masked_full_row, _masked_single_key_row, _masked_gradients,
-              _masked_float64, _masked_far_below),
+              _masked_float64, _masked_far_below, _masked_square_mask_batch_of_its_size, _masked_half_precision),
              masked_attention,
              forbidden=("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"),
              allows=Allows(lambda randn: {"Q": randn(3, 4), "K": randn(5, 4), "V": randn(5, 2),

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient, expect_gradients_reach
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -165,7 +165,8 @@ def _scores_shapes(fn):
 def _scores_batched(fn):
     randn = draws(33)
     _scores(fn, randn(2, 4, 8), randn(2, 6, 8), "a batch: Q (2, 4, 8), K (2, 6, 8)",
-            "transpose the last two dimensions of K (K.transpose(-2, -1) or K.mT); K.T reverses them all")
+            "d_k is the last dimension, Q.shape[-1] (K.shape[1] is t_k in a batch); transpose the last two "
+            "dimensions of K (K.transpose(-2, -1) or K.mT), since K.T reverses them all")
 
 
 def _scores_heads(fn):
@@ -180,7 +181,7 @@ def _scores_float64_gradients(fn):
     case = "float64 Q that requires gradients, d_k = 3"
     hint = "compute in the inputs' dtype, in PyTorch operations (no .detach(), .numpy() or torch.no_grad())"
     Q = randn(2, 3).double().requires_grad_(True)
-    expect_gradient(_scores(fn, Q, randn(4, 3).double(), case, hint), case, hint)
+    expect_gradients_reach([_scores(fn, Q, randn(4, 3).double(), case, hint)], {"Q": Q}, case, hint)
 
 
 def _scores_gradient_to_k(fn):
@@ -245,15 +246,15 @@ def _pre_gradients(fn):
     hint = "stay in PyTorch operations: no .detach(), torch.no_grad() or .numpy()"
     Q, K = randn(2, 4).requires_grad_(True), randn(3, 4).requires_grad_(True)
     got = _pre(fn, Q, K, case, hint)
-    expect_gradient(got[0], case + ", the scaled Q", hint)
-    expect_gradient(got[1], case + ", the scaled K", hint)
+    expect_gradients_reach([got[0]], {"Q": Q}, case + ", the scaled Q", hint)
+    expect_gradients_reach([got[1]], {"K": K}, case + ", the scaled K", hint)
 
 
 # row_entropy -----------------------------------------------------------------------
 
 
-def _entropy(fn, A, expected, case, hint):
-    expect_close(call(fn, case, hint, A=A), expected, case, hint)
+def _entropy(fn, A, expected, case, hint, atol=None, rtol=None):
+    expect_close(call(fn, case, hint, A=A), expected, case, hint, atol=atol, rtol=rtol)
 
 
 def _entropy_uniform(fn):
@@ -322,6 +323,11 @@ def _entropy_tiny_float64(fn):
     expected = torch.tensor([-(1e-10 * math.log(1e-10) + (1 - 1e-10) * math.log1p(-1e-10))], dtype=torch.float64)
     _entropy(fn, A, expected, "a float64 row [1e-10, 1 - 1e-10] (entropy 2.4e-9)",
              "no clamp inside the log: clamp_min(1e-6) turns log(1e-10) into log(1e-6); treat only exact zeros apart")
+    A = torch.tensor([[1e-20, 1 - 1e-20]], dtype=torch.float64)  # 1 - 1e-20 is 1.0 in float64
+    expected = torch.tensor([-1e-20 * math.log(1e-20)], dtype=torch.float64)
+    _entropy(fn, A, expected, "a float64 row [1e-20, 1 - 1e-20] (entropy 4.6e-19)",
+             "no clamp inside the log, however small: clamp_min(1e-12) turns log(1e-20) into log(1e-12); "
+             "treat only exact zeros apart", atol=0.0, rtol=1e-9)  # relative: the entropy itself is tiny
 
 
 def _entropy_tiny_weights(fn):

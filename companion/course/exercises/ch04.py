@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradients_reach
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -114,7 +114,7 @@ def _split_float64_gradients(fn):
     case = "a float64 x that requires gradients, (3, 4, 10), 2 heads"
     hint = "stay in PyTorch operations (reshape, view, transpose, permute): no .detach(), .numpy() or .tolist()"
     x = randn(3, 4, 10).double().requires_grad_(True)
-    expect_gradient(_split(fn, x, 2, case, hint), case, hint)
+    expect_gradients_reach([_split(fn, x, 2, case, hint)], {"x": x}, case, hint)
 
 
 # merge_heads ---------------------------------------------------------------------
@@ -166,7 +166,7 @@ def _merge_float64_gradients(fn):
     case = "a float64 x that requires gradients, (2, 2, 3, 5)"
     hint = "stay in PyTorch operations: no .detach(), .numpy() or .tolist()"
     x = randn(2, 2, 3, 5).double().requires_grad_(True)
-    expect_gradient(_merge(fn, x, case, hint), case, hint)
+    expect_gradients_reach([_merge(fn, x, case, hint)], {"x": x}, case, hint)
 
 
 # multi_head_attention -----------------------------------------------------------
@@ -241,11 +241,11 @@ def _mha_batch_of_one(fn):
 
 def _mha_float64_gradients(fn):
     inputs = _mha_inputs(draws(53), batch=2, t_q=3, t_k=2, d_model=4, h=2, d_k=3, d_v=5, dtype=torch.float64)
-    for name in ("W_q", "W_o"):
-        inputs[name].requires_grad_(True)
-    case = "float64 inputs; W_q and W_o require gradients (they are learned)"
+    for value in inputs.values():
+        value.requires_grad_(True)
+    case = "float64 inputs that all require gradients (the weights are learned, the inputs come from earlier layers)"
     hint = "compute in the inputs' dtype with PyTorch operations: no .float(), .detach(), .numpy() or torch.no_grad()"
-    expect_gradient(_mha(fn, inputs, case, hint), case, hint)
+    expect_gradients_reach([_mha(fn, inputs, case, hint)], inputs, case, hint)
 
 
 # ablate_head ---------------------------------------------------------------------
@@ -309,7 +309,7 @@ def _ablate_float64_gradients(fn):
     case = "a float64 Z that requires gradients, 3 heads, remove head 1"
     hint = ("keep the input's dtype and stay in PyTorch operations (Z.clone() then zero the block of the clone, "
             "or torch.where): the other heads still learn through the ablated model")
-    expect_gradient(_ablate(fn, Z, 3, 1, case, hint), case, hint)
+    expect_gradients_reach([_ablate(fn, Z, 3, 1, case, hint)], {"Z": Z}, case, hint)
 
 
 

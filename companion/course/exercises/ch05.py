@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient
+from ._core import Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradients_reach
 
 # --- reference solutions (shown in the book) ------------------------------------
 
@@ -245,7 +245,16 @@ def _rope_float64_gradients(fn):
     hint = ("compute the angles p * theta_i in float64 (float32 angles are off by about 1e-7, too much for a "
             "float64 x), take cos and sin as x.dtype, and stay in PyTorch operations: no .float(), .detach(), "
             ".numpy() or torch.no_grad()")
-    expect_gradient(_rope(fn, x, case, hint), case, hint)
+    expect_gradients_reach([_rope(fn, x, case, hint)], {"x": x}, case, hint)
+
+
+def _rope_far_positions(fn):
+    randn = draws(65)
+    hint = ("compute the angles p * theta_i in float64 whatever x's dtype, then convert the cosines and sines to "
+            "x's dtype: bfloat16 holds whole numbers exactly only up to 256, so positions and angles formed in "
+            "x's dtype turn far rows by the wrong angle")
+    for x in (randn(300, 4).bfloat16(), randn(20000, 4)):
+        _rope(fn, x, f"{x.dtype} x of shape {tuple(x.shape)}: positions up to {x.size(0) - 1}", hint)
 
 
 EXERCISES = (
@@ -256,7 +265,8 @@ EXERCISES = (
              (_shift_by_hand, _shift_blocks, _shift_back, _shift_zero, _shift_wide, _shift_far),
              shift_matrix, forbidden=("sinusoidal_shift",)),
     Exercise("ch05-rope", "rotary embeddings of queries or keys", "rope",
-             (_rope_by_hand, _rope_batched, _rope_long, _rope_no_batch, _rope_float64_gradients),
+             (_rope_by_hand, _rope_batched, _rope_long, _rope_no_batch, _rope_float64_gradients,
+              _rope_far_positions),
              rope, forbidden=("apply_rotary", "rotary_angles"),
              allows=Allows(lambda randn: {"x": randn(5, 6)}, batched=("x",), half=True)),
 )

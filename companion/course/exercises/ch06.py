@@ -334,6 +334,13 @@ def _greedy_ids(fn):
             "use the bos_id, eos_id and pad_id arguments, not fixed numbers", eos_id=7, pad_id=2)
 
 
+def _greedy_int32_source(fn):
+    _greedy(fn, _counter, torch.tensor([[6, 3], [4, 3]], dtype=torch.int32), 5,
+            "an int32 source [[6, 3], [4, 3]]: the output and the prefixes are int64 all the same",
+            "src may be any integer dtype: build the output with dtype=torch.long, not src.new_full (which copies "
+            "src's dtype)")
+
+
 def _bos_is_eos_model(src, prefix):
     """GPT-2's convention, one id for BOS and EOS (here 2): position 0 is followed by the source's
     first token, every other token t by t + 1, and 5 by EOS."""
@@ -495,7 +502,8 @@ EXERCISES = (
              decoder_mask, forbidden=("causal_mask", "generate_square_subsequent_mask")),
     Exercise("ch06-greedy", "greedy decoding", "greedy",
              (_greedy_by_hand, _greedy_feeds_back, _greedy_max_len, _greedy_ragged, _greedy_ids, _greedy_bos_is_eos,
-              _greedy_ties, _greedy_wide_tie, _greedy_max_len_zero, _greedy_pad_as_a_token),
+              _greedy_ties, _greedy_wide_tie, _greedy_max_len_zero, _greedy_pad_as_a_token,
+              _greedy_int32_source),
              greedy, forbidden=("greedy_decode",)),
 )
 

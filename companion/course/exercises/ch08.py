@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ._core import (Allows, Exercise, Mismatch, call, draws, expect_close, expect_gradient,
+from ._core import (Allows, Exercise, Mismatch, call, draws, expect_close,
                     expect_gradients_reach)
 
 # --- reference solutions (shown in the book) ------------------------------------
@@ -156,7 +156,8 @@ def _bits_float64_gradients(fn):
     got = _bits(fn, logits, torch.tensor([[2, 1]]), "batch of 1, t = 2 (one prediction), float64 logits",
                 "keep the logits' dtype and stay in PyTorch operations (no .item(), .float() or .numpy()): the "
                 "loss is trained through")
-    expect_gradient(got, "float64 logits that require gradients", "do not .detach() or use torch.no_grad()")
+    expect_gradients_reach([got], {"logits": logits}, "float64 logits that require gradients",
+                           "do not .detach() or use torch.no_grad()")
 
 
 # --- checks: temperature_probs -----------------------------------------------------------
