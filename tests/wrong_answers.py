@@ -5093,6 +5093,42 @@ for _id, _answers in _FRESH_TRIAL_48911.items():
 # Stop 54's fresh readings and trials: wrong answers that passed the checks of the time, each
 # wrong on a case the statement allows.
 _STOP_54 = {
+    "ch08-temperature": [
+        ("top-k fills the dropped logits with finfo(dtype).min: in float16 -65504 / 100,000 keeps them in", """
+def temperature_probs(logits, temperature, top_k=None):
+    x = logits
+    if top_k is not None:
+        kth = x.topk(top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, torch.finfo(x.dtype).min)
+    x = x.to(torch.float64)
+    if temperature == 0:
+        out = F.one_hot(x.argmax(dim=-1), x.size(-1)).to(torch.float64)
+    else:
+        z = (x - x.max(dim=-1, keepdim=True).values) / temperature
+        e = torch.exp(z)
+        out = e / e.sum(dim=-1, keepdim=True)
+    return out.to(logits.dtype)
+"""),
+    ],
+    "ch10-merge": [
+        ("an empty set's -inf replaced by -1e4: a real set with L below -1e4 loses to it", """
+def merge_partials(O1, L1, O2, L2):
+    dt = O1.dtype
+    O1, L1, O2, L2 = O1.double(), L1.double(), O2.double(), L2.double()
+    e1, e2 = torch.isneginf(L1), torch.isneginf(L2)
+    L1 = torch.where(e1, torch.full_like(L1, -1e4), L1)
+    L2 = torch.where(e2, torch.full_like(L2, -1e4), L2)
+    m = torch.maximum(L1, L2)
+    a1, a2 = torch.exp(L1 - m), torch.exp(L2 - m)
+    s = a1 + a2
+    O = (a1[..., None] * O1 + a2[..., None] * O2) / s[..., None]
+    L = m + torch.log(s)
+    both = e1 & e2
+    L = torch.where(both, torch.full_like(L, -math.inf), L)
+    O = torch.where(both[..., None], torch.zeros_like(O), O)
+    return O.to(dt), L.to(dt)
+"""),
+    ],
     "ch02-attend-one": [
         ("W_k and W_v detached: right values, the keys' and values' projections never train", """
 def attend_one(X, i, W_q, W_k, W_v):

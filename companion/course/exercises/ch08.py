@@ -271,6 +271,9 @@ def _probs_dropped_stay_dropped(fn):
     _probs(fn, torch.tensor([[-20000.0, -30000.0, -25000.0]]), 1.0, 1, "top_k = 1 with logits far below -10,000", hint)
     _probs(fn, torch.tensor([[0.0, 1.0, 2.0]]), 1e4, 1, "top_k = 1 at T = 10,000", hint)
     _probs(fn, torch.tensor([[1.0, 2.0, 3.0]]), 1e10, 1, "top_k = 1 at T = 1e10 (-1e9 / T is -0.1)", hint)
+    half = torch.tensor([[0.0, 1.0, 2.0]], dtype=torch.float16)
+    _probs(fn, half, 1e5, 1, "float16 logits [0, 1, 2], top_k = 1 at T = 100,000: [0, 0, 1]",
+           hint + "; in float16 even torch.finfo(dtype).min is only -65504, and -65504 / 100,000 is -0.66")
 
 
 

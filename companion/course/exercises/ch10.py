@@ -181,6 +181,11 @@ def _merge_very_negative(fn):
     _merge(fn, S, V, 1, "float64 scores near -20,000: L1 and L2 are finite and very negative, not empty sets",
            "only -inf marks an empty set: a finite L, however negative, is a real set of keys (do not clamp the "
            "maximum or compare with a finite floor)", dtype=torch.float64)
+    S = torch.tensor([[-20000.0, 1.0]]).double()[:, :1]  # one key, score -20,000, in the second set
+    _merge(fn, S, torch.tensor([[1.0, 2.0]]).double(), 0,
+           "float64: the first set empty (L1 = -inf), the second one key of score -20,000: O = [1, 2], L = -20,000",
+           "an empty set's -inf must stay -inf: a sentinel such as -1e4 in its place outweighs a real set whose "
+           "L is below it", dtype=torch.float64)
 
 
 def _merge_many(fn):
