@@ -344,7 +344,8 @@ def _vectors_padding(fn):
     _vectors(fn, hidden, mask, "a padded batch: 3, 2 and 5 real tokens, padding holding large vectors",
              "average only where attention_mask is 1: select the real tokens (torch.where, or multiply by the "
              "mask), sum over the tokens (dim=1) and divide by each sentence's count; the padded vectors must not "
-             "enter the sum")
+             "enter the sum. Then divide each sentence's average by its own norm (dim=-1, keepdim=True), not by "
+             "one norm of the whole batch")
 
 
 def _vectors_inf_padding(fn):

@@ -66,8 +66,12 @@ def _repeat(fn, first, case, hint):
     copyable = torch.tensor([[p >= half for p in range(2 * half - 1)] for _ in range(batch)],
                             dtype=torch.bool).reshape(batch, 2 * half - 1)
     expect_equal(got[0], ids, case + ": ids", hint)
-    expect_equal(got[1], copyable, case + ": copyable", hint)
+    expect_equal(got[1], copyable, case + ": copyable", _COPYABLE_HINT)
 
+
+_COPYABLE_HINT = ("copyable depends on the position alone, the same in every row: prediction p (p = 0 .. "
+                  "2 half - 2) is True from p = half on, whatever the tokens are (a token that happens to occur "
+                  "earlier in the first half does not make a prediction copyable)")
 
 _REPEAT_HINT = ("ids is first followed by first again along the sequence axis (dim 1); prediction p scores "
                 "ids[p + 1] from ids[: p + 1], and it can copy from p = half on: the prediction at p = half - 1 "
