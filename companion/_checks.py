@@ -102,6 +102,20 @@ def check_mask(mask, scores_shape: torch.Size | tuple[int, ...], what: str = "(.
         )
 
 
+def check_batch_mask(name: str, mask, batch: int, t_q: int, t_k: int, what: str) -> None:
+    """Raise unless ``mask`` (or ``None``) is a bool mask with a batch axis that broadcasts to
+    ``(batch, t_q, t_k)``. A 2-D mask is refused: a padding mask ``(batch, t_k)`` would be read
+    as ``(t_q, t_k)`` rows whenever ``batch == t_q``, silently."""
+    if mask is None:
+        return
+    if isinstance(mask, torch.Tensor) and mask.dim() == 2:
+        raise ValueError(
+            f"{name} must have a batch axis, {what}; got a 2-D mask of shape {tuple(mask.shape)}, which is "
+            "ambiguous: a padding mask (batch, t) would be read as (t_q, t_k) rows whenever batch equals t_q. "
+            f"Add the query axis, {name}[:, None, :] (as companion.padding_mask returns it)")
+    check_mask(mask, (batch, t_q, t_k), what=what)
+
+
 def check_probability(name: str, p) -> None:
     """Raise unless ``p`` is a real number in [0, 1)."""
     if isinstance(p, bool) or not isinstance(p, (int, float)):

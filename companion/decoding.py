@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_flags, check_positive_int, check_tokens
+from ._checks import check_batch_mask, check_flags, check_positive_int, check_tokens
 
 __all__ = ["greedy_decode", "beam_search"]
 
 
-def _check_decoding(model, src: torch.Tensor, max_len: int, **ids: int) -> None:
+def _check_decoding(model, src: torch.Tensor, max_len: int, src_mask=None, **ids: int) -> None:
     """The decoders' front door: ``src`` holds tokens, and BOS, EOS and padding are ids of the target.
 
     An EOS id outside the vocabulary is never emitted, so decoding would silently run to
@@ -36,6 +36,7 @@ def _check_decoding(model, src: torch.Tensor, max_len: int, **ids: int) -> None:
         raise ValueError(f"src has no tokens (shape {tuple(src.shape)}): decoding needs at least one source "
                          "token per row (an empty source can be padded to one token and masked)")
     check_positive_int("max_len", max_len)
+    check_batch_mask("src_mask", src_mask, src.size(0), 1, src.size(1), "(batch, 1, t_src)")
     vocab = getattr(getattr(model, "output_proj", None), "out_features", None)  # None: a model of another kind
     for name, value in ids.items():
         if isinstance(value, bool) or not isinstance(value, int):
@@ -69,7 +70,7 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
         int64 ``(batch, 1 + n)`` with ``n <= max_len``: BOS, the generated tokens, and
         ``pad_id`` after each row's EOS.
     """
-    _check_decoding(model, src, max_len, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+    _check_decoding(model, src, max_len, src_mask, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     check_flags(use_cache=use_cache)
     was_training = model.training
     model.eval()
@@ -113,7 +114,7 @@ def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int
         ``(tokens, log_prob)``: int64 ``(batch, 1 + n)`` as :func:`greedy_decode` returns
         them, and the winners' summed log-probabilities ``(batch,)``.
     """
-    _check_decoding(model, src, max_len, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+    _check_decoding(model, src, max_len, src_mask, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     check_positive_int("width", width)
     was_training = model.training
     model.eval()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_count, check_mask
+from ._checks import check_batch_mask, check_count, check_mask
 from .embedding import TokenEmbedding
 from .kv_cache import KVCache, MemoryCache
 from .layers import DecoderLayer, EncoderLayer
@@ -250,8 +250,9 @@ class Transformer(nn.Module):
             ``(logits, weights)``: logits ``(batch, t_tgt, tgt_vocab_size)``; weights ``None``
             or ``{"encoder": [...], "decoder": [...]}`` as returned by the stacks.
         """
-        if tgt_mask is not None:
-            check_mask(tgt_mask, (tgt.size(0), tgt.size(1), tgt.size(1)), what="(batch, t_tgt, t_tgt)")
+        check_batch_mask("tgt_mask", tgt_mask, tgt.size(0), tgt.size(1), tgt.size(1), "(batch, t_tgt, t_tgt)")
+        check_batch_mask("src_mask", src_mask, src.size(0), src.size(1), src.size(1),
+                               "(batch, 1, t_src) or (batch, t_src, t_src)")
         memory, enc_weights = self.encoder(src, mask=src_mask, need_weights=need_weights)
         causal = causal_mask(tgt.size(1), device=tgt.device)  # (t_tgt, t_tgt)
         mask = causal if tgt_mask is None else causal & tgt_mask
@@ -282,6 +283,7 @@ class Transformer(nn.Module):
             of :meth:`forward` on the whole prefix.
         """
         self_caches, memory_caches = caches
+        check_batch_mask("src_mask", src_mask, memory.size(0), tgt.size(1), memory.size(1), "(batch, 1, t_src)")
         offset = len(self_caches[0])  # target positions already decoded
         x = self.decoder.embed(tgt, offset)  # (batch, t_new, d_model), at positions offset ...
         mask = causal_mask(tgt.size(1), offset + tgt.size(1), device=tgt.device)  # (t_new, offset + t_new)

@@ -123,3 +123,24 @@ def test_the_beam_score_is_the_log_probability_of_its_tokens():
 def test_beam_search_rejects_a_bad_width():
     with pytest.raises(ValueError, match="width must be a positive int"):
         beam_search(small_transformer(), source()[0], 1, 2, 5, width=0)
+
+
+def test_a_two_dimensional_source_mask_is_refused_everywhere_it_could_be_misread():
+    model = small_transformer()
+    src = torch.tensor([[3, 4, 5], [6, 7, 0], [8, 0, 0]])  # batch 3 = t_src 3: a (batch, t_src) mask broadcasts
+    flat = src != 0  # (batch, t_src), read as (t_q, t_k) rows by broadcasting
+    tgt = torch.ones(3, 3, dtype=torch.long)
+    right = model(src, tgt, src_mask=flat[:, None, :])[0]
+    with pytest.raises(ValueError, match=r"src_mask must have a batch axis.*src_mask\[:, None, :\]"):
+        model(src, tgt, src_mask=flat)
+    with pytest.raises(ValueError, match=r"tgt_mask must have a batch axis"):
+        model(src, tgt, src_mask=flat[:, None, :], tgt_mask=tgt != 0)
+    memory = model.encoder(src, mask=flat[:, None, :])[0]
+    with pytest.raises(ValueError, match=r"src_mask must have a batch axis"):
+        model.decode_step(tgt[:, :1], memory, model.new_caches(), src_mask=flat)
+    for decode in (lambda m: greedy_decode(model, src, 1, 2, max_len=3, src_mask=m),
+                   lambda m: beam_search(model, src, 1, 2, max_len=3, src_mask=m)):
+        with pytest.raises(ValueError, match=r"src_mask must have a batch axis"):
+            decode(flat)
+        decode(flat[:, None, :])  # the padding mask as padding_mask returns it
+    assert right.shape == (3, 3, 13)
