@@ -2762,8 +2762,6 @@ def sentence_vectors(hidden, attention_mask):
     ],
 }
 
-for _id, _answers in _STATEMENT_ALLOWS.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # Wrong answers that a fresh trial (written from the statements alone) found passing before
@@ -2869,8 +2867,6 @@ def ablate_head(Z, num_heads, head):
 """),
     ],
 }
-for _id, _answers in _FRESH_TRIAL.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # Chapter 10 (issue #33): wrong answers written from the statements.
@@ -3383,8 +3379,6 @@ def window_mask(t_q, t_k, window):
 """),
     ],
 }
-for _id, _answers in _CH10.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # Chapter 10's wrong answers written blind: by a reviewer who read only the exercise statements
@@ -4191,8 +4185,6 @@ def window_mask(t_q, t_k, window):
     ],
 }
 
-for _id, _answers in _CH10_BLIND.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # Wrong answers that a second fresh trial (issue #32) found passing before the checks below were added.
@@ -4250,8 +4242,6 @@ def causal_tiled_attention(Q, K, V, block_size):
     ],
 }
 
-for _id, _answers in _FRESH_TRIAL_2.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # The rest of the second fresh trial's 21 (stop 41's closing note), rewritten from its descriptions: each
@@ -4435,8 +4425,6 @@ def layer_weights(checkpoint, i):
     ],
 }
 
-for _id, _answers in _TRIAL_2_REST.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # The third blind trial (2026-11-23): 4 of its 114 wrong answers passed the checks; each now fails
@@ -4507,8 +4495,6 @@ def merge_partials(O1, L1, O2, L2):
     ],
 }
 
-for _id, _answers in _FRESH_TRIAL_3.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # The fifth blind trial (2026-11-25): 19 of its 114 wrong answers passed. These 15 now fail on a
@@ -4689,8 +4675,6 @@ def causal_tiled_attention(Q, K, V, block_size):
     ],
 }
 
-for _id, _answers in _FRESH_TRIAL_5.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # Chapter 11 (issue #48): the repeated batch, the induction score, the previous-token score.
@@ -4888,8 +4872,6 @@ def score_previous_token(weights, real):
     ],
 }
 
-for _id, _answers in _CHAPTER_11.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # The fresh trial of chapters 6, 7 and 10 (issue #46): answers the checks accepted before.
@@ -4990,8 +4972,6 @@ def causal_tiled_attention(Q, K, V, block_size):
     ],
 }
 
-for _id, _answers in _FRESH_TRIAL_6710.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # The fresh trial of chapters 1, 2, 3 and 5 (issue #46): answers the checks accepted before.
@@ -5028,8 +5008,6 @@ def masked_attention(Q, K, V, mask):
     ],
 }
 
-for _id, _answers in _FRESH_TRIAL_1235.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # the fresh trial of chapters 4, 8, 9 and 11 (stop 52): what got through, now refused
@@ -5086,8 +5064,6 @@ def bert_embed(input_ids, token_type_ids, word, position, token_type, gamma, bet
     ],
 }
 
-for _id, _answers in _FRESH_TRIAL_48911.items():
-    WRONG.setdefault(_id, []).extend(_answers)
 
 
 # Stop 54's fresh readings and trials: wrong answers that passed the checks of the time, each
@@ -5222,5 +5198,8 @@ def rope(x):
     ],
 }
 
-for _id, _answers in _STOP_54.items():
-    WRONG.setdefault(_id, []).extend(_answers)
+
+# Every later group joins WRONG, in the order they were found.
+for _group in (_STATEMENT_ALLOWS, _FRESH_TRIAL, _CH10, _CH10_BLIND, _FRESH_TRIAL_2, _TRIAL_2_REST, _FRESH_TRIAL_3, _FRESH_TRIAL_5, _CHAPTER_11, _FRESH_TRIAL_6710, _FRESH_TRIAL_1235, _FRESH_TRIAL_48911, _STOP_54):
+    for _id, _answers in _group.items():
+        WRONG.setdefault(_id, []).extend(_answers)
