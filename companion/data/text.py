@@ -87,8 +87,8 @@ def pad_batch(sequences: Sequence[Sequence[int]], max_len: int, pad_id: int = 0,
         pad_id: the id used for padding.
         truncate: which part of a long sequence to keep: ``"head"`` (the start),
             ``"tail"`` (the end, as Keras' ``pad_sequences`` keeps by default) or
-            ``"head_tail"`` (the first and last ``max_len // 2`` ids: reviews often
-            conclude at the end).
+            ``"head_tail"`` (the first ``max_len - max_len // 2`` ids and the last
+            ``max_len // 2``: reviews often conclude at the end).
 
     Returns:
         ``(tokens, keep)``: int64 ``(batch, t)`` with ``t = min(max_len, longest)``, and the
