@@ -28,7 +28,7 @@ CONSTANTS = yaml.safe_load((Path(__file__).with_name("prose_constants.yml")).rea
 
 # a quantity in the prose: 15,393,794 | 0.29 | 1e-5 | 35 % | 2.4e-07
 PROSE_NUMBER = re.compile(
-    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:e[-+]?\d+)?|\d+e[-+]?\d+|\d+(?=\s?%))"
+    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:e[-+]?\d+)?|\d+e[-+]?\d+|\d+(?=\s?(?:%|MiB|GiB|ms\b)))"
     r"(?:[\s-](million|billion))?(?![\w])", re.I)
 OUTPUT_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", re.I)
 HEADING_NUMBER = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)+)", re.M)
