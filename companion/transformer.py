@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_batch_mask, check_count, check_mask
+from ._checks import check_batch_mask, check_count
 from .embedding import TokenEmbedding
 from .kv_cache import KVCache, MemoryCache
 from .layers import DecoderLayer, EncoderLayer

@@ -2,7 +2,8 @@
 
 The realistic drift: a notebook is re-executed, a printed number changes, and the sentence that
 quotes it does not. So every measured-looking number in a chapter's markdown (a decimal, a
-percentage, a number with thousands separators, a power of ten) must appear among the numbers
+percentage, a number with thousands separators, a power of ten, a whole number of ms, MiB or
+GiB) must appear among the numbers
 its stored outputs print: as printed, or rounded from a printed number to the digits the prose
 gives ("0.29" from "0.2931"; "0.85 million" from "848,985"). Numbers that are not measurements
 (a paper's figure, a setting, a definition) stand in ``tests/prose_constants.yml`` with a

@@ -147,7 +147,7 @@ class _PackageCalls:
 
     def __enter__(self) -> "_PackageCalls":
         self.chained = sys.gettrace()  # a coverage tool or debugger keeps working
-        self.before = threading.gettrace() if hasattr(threading, "gettrace") else None
+        self.before = threading.gettrace()
         sys.settrace(self)
         threading.settrace(self)
         return self
