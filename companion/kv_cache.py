@@ -14,9 +14,8 @@ The work of one step then grows like ``t`` (one query against ``t`` keys) instea
 One :class:`KVCache` belongs to one attention layer; a model keeps a list, one per layer.
 
 An encoder-decoder's cross-attention reads the same memory at every step: its keys and values
-need computing once. A :class:`MemoryCache` keeps the first ones it is given, and
-:class:`companion.MultiHeadAttention` reuses them without projecting the memory again
-(chapter 6's cached greedy decoding).
+need computing once. A :class:`MemoryCache` holds them; :class:`companion.DecoderLayer` fills
+it at the first step and reuses it after (chapter 6's cached greedy decoding).
 """
 
 from __future__ import annotations
@@ -122,19 +121,49 @@ class KVCache:
         return f"KVCache({shape})"
 
 
-class MemoryCache(KVCache):
+class MemoryCache:
     """The memory's keys and values for one cross-attention layer (chapter 6).
 
-    Filled at the first decoding step; after that :class:`companion.MultiHeadAttention` reads
-    ``K`` and ``V`` from it and projects only the new queries. It never grows: the memory
-    (the encoder's output) is the same at every step. It keeps the memory it was filled from
-    (``memory``), so that a step given another memory is refused rather than answered from the
-    old one.
+    The memory (the encoder's output) is the same at every decoding step, so its keys and
+    values need computing once. :meth:`keys_values` computes them at the first step and
+    returns the same tensors after that; :class:`companion.DecoderLayer` calls it, and its
+    cross-attention then projects only the new queries. The cache keeps the memory it was
+    filled from, so that a step given another memory is refused rather than answered from the
+    old one's keys and values.
+
+    Attributes:
+        memory: ``(batch, t_src, d_model)``, what ``K`` and ``V`` were computed from, or ``None``.
+        K: ``(batch, num_heads, t_src, d_k)``, the memory's keys, or ``None`` while empty.
+        V: ``(batch, num_heads, t_src, d_v)``, its values, or ``None`` while empty.
     """
 
-    def __init__(self, max_len: int | None = None) -> None:
-        super().__init__(max_len)
-        self.memory: torch.Tensor | None = None  # (batch, t_src, d_model): what K and V were computed from
+    def __init__(self) -> None:
+        self.memory: torch.Tensor | None = None
+        self.K: torch.Tensor | None = None
+        self.V: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        """The number of memory positions held: ``t_src``, or 0 while empty."""
+        return 0 if self.K is None else self.K.size(2)
+
+    def keys_values(self, memory: torch.Tensor, project) -> tuple[torch.Tensor, torch.Tensor]:
+        """``memory``'s keys and values: ``project(memory)`` at the first call, the same after.
+
+        Args:
+            memory: ``(batch, t_src, d_model)``, the encoder output.
+            project: computes ``(K, V)``, each ``(batch, num_heads, t_src, d_k)``, from ``memory``
+                (:meth:`companion.MultiHeadAttention.project_memory`).
+
+        Returns:
+            ``(K, V)``, each ``(batch, num_heads, t_src, d_k)``.
+        """
+        check_tensor("memory", memory, ndim=3, shape_doc="(batch, t_src, d_model)")
+        if self.memory is None:
+            self.K, self.V = project(memory)
+            self.memory = memory
+        else:
+            self.check_memory(memory)
+        return self.K, self.V
 
     def check_memory(self, memory: torch.Tensor) -> None:
         """Refuse a ``memory`` other than the one the cache was filled from (the same tensor, or
@@ -148,12 +177,6 @@ class MemoryCache(KVCache):
                 f"computed at the first step, and was given a different one (shape {tuple(memory.shape)}): "
                 "start new caches (model.new_caches()) for a new source")
 
-    def update(self, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store the memory's ``K`` ``(batch, num_heads, t_src, d_k)`` and ``V``, once."""
-        if len(self):
-            raise ValueError("a MemoryCache holds one memory's keys and values and cannot be extended; "
-                             "start a new one for a new memory")
-        return super().update(K, V)
-
     def __repr__(self) -> str:
-        return "Memory" + super().__repr__()
+        shape = "empty" if self.K is None else f"K {tuple(self.K.shape)}, V {tuple(self.V.shape)}"
+        return f"MemoryCache({shape})"

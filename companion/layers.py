@@ -257,8 +257,11 @@ class DecoderLayer(_Layer):
     def _ca_block(self, x: torch.Tensor, memory: torch.Tensor, memory_mask, need_weights: bool,
                   memory_cache: MemoryCache | None):
         """Cross-attention to ``memory`` ``(batch, t_src, d_model)``, then dropout."""
-        x, weights = self.cross_attn(x, memory, memory, mask=memory_mask, need_weights=need_weights,
-                                     cache=memory_cache)
+        if memory_cache is None:
+            x, weights = self.cross_attn(x, memory, memory, mask=memory_mask, need_weights=need_weights)
+        else:  # the memory's keys and values: projected at the first step, read from the cache after
+            K, V = memory_cache.keys_values(memory, self.cross_attn.project_memory)  # (batch, heads, t_src, d_k)
+            x, weights = self.cross_attn.attend(x, K, V, mask=memory_mask, need_weights=need_weights)
         return self.dropout2(x), weights
 
     def _ff_block(self, x: torch.Tensor) -> torch.Tensor:

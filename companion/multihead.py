@@ -180,10 +180,9 @@ class MultiHeadAttention(nn.Module):
             cache: a :class:`companion.KVCache` (chapter 8): the new keys and values are
                 appended to it, and the queries attend to every cached position plus the
                 new ones, so ``t_k`` in ``mask`` and in the weights counts them all
-                (``len(cache)`` before the call plus ``key``'s length). A
-                :class:`companion.MemoryCache` (cross-attention, chapter 6) is filled from
-                ``key`` and ``value`` at the first call; later calls reuse it and do not
-                project them again.
+                (``len(cache)`` before the call plus ``key``'s length). A cross-attention
+                memory's keys and values are cached by :class:`companion.DecoderLayer`
+                (a :class:`companion.MemoryCache`, read through :meth:`attend`).
 
         Returns:
             ``(output, weights)``: output ``(batch, t_q, d_model)``; weights
@@ -191,32 +190,16 @@ class MultiHeadAttention(nn.Module):
         """
         self._check_inputs(query, key, value)
         check_flags(need_weights=need_weights)
+        if isinstance(cache, MemoryCache):
+            raise TypeError("cache is a MemoryCache, which holds a cross-attention memory and never grows; "
+                            "self-attention needs a KVCache, which appends each step's keys (a MemoryCache "
+                            "goes to DecoderLayer as memory_cache)")
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a companion.KVCache (or None), got {type(cache).__name__}")
-        static = isinstance(cache, MemoryCache)
-        if static and query is key:
-            raise ValueError("a MemoryCache holds a cross-attention memory and never grows; self-attention (the "
-                             "same tensor as query and key) needs a KVCache, which appends each step's keys")
-        if static and self.rotary:
-            raise ValueError("a MemoryCache holds a memory's keys and values (cross-attention), and rotary "
-                             "positions belong to self-attention: use a KVCache")
-        reuse = static and len(cache) > 0  # the memory's keys and values, computed at an earlier step
-        batch, t_q = query.size(0), query.size(1)
-        offset = len(cache) if cache is not None and not static else 0  # the position of the first new key
-        t_k = len(cache) if reuse else offset + key.size(1)  # cached positions come first
-        if mask is not None:
-            if isinstance(mask, torch.Tensor) and mask.dim() == 3:
-                mask = mask.unsqueeze(1)  # (batch, 1, t_q, t_k): the same mask for every head
-            check_mask(mask, (batch, self.num_heads, t_q, t_k), what="(batch, num_heads, t_q, t_k)")
+        offset = 0 if cache is None else len(cache)  # the position of the first new key
+        mask = self._full_mask(mask, query.size(0), query.size(1), offset + key.size(1))
         if head_mask is not None:
             self._check_head_mask(head_mask, query)
-
-        if reuse:  # only the queries are new: (batch, num_heads, t_q, d_k); K and V as cached
-            cache.check_memory(key)
-            Q, K, V = self.split_heads(self.project_query(query)), cache.K, cache.V
-            if K.size(0) != batch:
-                raise ValueError(f"the MemoryCache holds a memory for batch {K.size(0)}, got queries for {batch}")
-            return self._attend(Q, K, V, mask, need_weights, head_mask)
         Q, K, V = self.project(query, key, value)  # (batch, t_q | t_k, d_model)
         Q, K, V = self.split_heads(Q), self.split_heads(K), self.split_heads(V)  # (batch, num_heads, t, d_k)
         if self.rotary:  # turn each query and key by its position's angles (chapter 5)
@@ -224,9 +207,58 @@ class MultiHeadAttention(nn.Module):
             K = apply_rotary(K, offset=offset)  # the new keys, after the cached ones
         if cache is not None:  # prepend the cached positions: (batch, num_heads, t_k, d_k)
             K, V = cache.update(K, V)
-            if static:
-                cache.memory = key  # (batch, t_src, d_model): what the cached K and V came from
         return self._attend(Q, K, V, mask, need_weights, head_mask)
+
+    def project_memory(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A cross-attention memory's keys and values, in heads (what a :class:`companion.MemoryCache` holds).
+
+        Args:
+            memory: ``(batch, t_src, kdim)``, e.g. the encoder output.
+
+        Returns:
+            ``(K, V)``, each ``(batch, num_heads, t_src, d_k)``.
+        """
+        check_tensor("memory", memory, ndim=3, shape_doc="(batch, t_src, kdim)")
+        no_queries = memory.new_empty(memory.size(0), 0, self.d_model)  # only K and V are needed
+        self._check_inputs(no_queries, memory, memory)
+        _, K, V = self.project(no_queries, memory, memory)  # (batch, t_src, d_heads) each
+        return self.split_heads(K), self.split_heads(V)
+
+    def attend(self, query: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None = None,
+               need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend from ``query`` to keys and values already in heads (from :meth:`project_memory`).
+
+        Args:
+            query: ``(batch, t_q, d_model)``; only its queries are projected.
+            K: ``(batch, num_heads, t_k, d_k)``.
+            V: ``(batch, num_heads, t_k, d_k)``.
+            mask, need_weights: as for :meth:`forward`.
+
+        Returns:
+            ``(output, weights)`` as for :meth:`forward`.
+        """
+        check_tensor("query", query, ndim=3, shape_doc="(batch, t_q, d_model)")
+        check_flags(need_weights=need_weights)
+        if self.rotary:
+            raise ValueError("attend reads keys and values without positions (a cross-attention memory); "
+                             "rotary positions belong to self-attention: call the module itself")
+        heads = (query.size(0), self.num_heads, K.size(2), self.d_k)
+        if K.dim() != 4 or tuple(K.shape) != heads or V.shape[:3] != K.shape[:3]:
+            raise ValueError(f"K and V must be (batch, num_heads, t_k, d_k) = (batch {query.size(0)}, "
+                             f"{self.num_heads}, t_k, {self.d_k}) for queries of batch {query.size(0)}, got K "
+                             f"{tuple(K.shape)} and V {tuple(V.shape)}: the memory of another batch?")
+        mask = self._full_mask(mask, query.size(0), query.size(1), K.size(2))
+        Q = self.split_heads(self.project_query(query))  # (batch, num_heads, t_q, d_k)
+        return self._attend(Q, K, V, mask, need_weights, None)
+
+    def _full_mask(self, mask, batch: int, t_q: int, t_k: int):
+        """Check ``mask`` against ``(batch, num_heads, t_q, t_k)``; a 3-D mask gets its head axis."""
+        if mask is None:
+            return None
+        if isinstance(mask, torch.Tensor) and mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (batch, 1, t_q, t_k): the same mask for every head
+        check_mask(mask, (batch, self.num_heads, t_q, t_k), what="(batch, num_heads, t_q, t_k)")
+        return mask
 
     def _attend(self, Q, K, V, mask, need_weights: bool, head_mask):
         """Heads ``(batch, num_heads, t, d_k)`` -> ``(output (batch, t_q, d_model), weights)``."""

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from companion import KVCache, MemoryCache, MultiHeadAttention, Transformer, beam_search, greedy_decode
+from companion import (DecoderLayer, KVCache, MemoryCache, MultiHeadAttention, Transformer, beam_search,
+                       causal_mask, greedy_decode)
 
 
 def small_transformer(seed=0, norm_first=False):
@@ -61,22 +62,28 @@ def test_cached_greedy_decoding_gives_the_same_tokens():
 
 def test_a_memory_cache_projects_the_memory_once():
     torch.manual_seed(0)
-    mha = MultiHeadAttention(8, 2).eval()
-    memory, queries = torch.randn(2, 5, 8), torch.randn(2, 3, 8)
-    cache = MemoryCache()
-    projected, project = [], mha.project
-    mha.project = lambda *args: projected.append(1) or project(*args)  # counts projections of K and V
-    first = mha(queries[:, :1], memory, memory, cache=cache)[0]
-    later = mha(queries[:, 1:], memory, memory, cache=cache)[0]  # the memory is not projected again
-    assert projected == [1] and len(cache) == 5  # the first call only
-    del mha.project
-    expected = mha(queries, memory, memory)[0]
+    layer = DecoderLayer(8, 2, d_ff=16, dropout=0.0).eval()
+    memory, x = torch.randn(2, 5, 8), torch.randn(2, 3, 8)
+    cache, self_cache = MemoryCache(), KVCache()
+    projected, project = [], layer.cross_attn.project_memory
+    layer.cross_attn.project_memory = lambda m: projected.append(1) or project(m)  # counts projections
+    first = layer(x[:, :1], memory, cache=self_cache, memory_cache=cache)[0]
+    later = layer(x[:, 1:], memory, mask=causal_mask(2, 3), cache=self_cache, memory_cache=cache)[0]
+    assert projected == [1] and len(cache) == 5 and cache.memory is memory  # the first step only
+    del layer.cross_attn.project_memory
+    expected = layer(x, memory, mask=causal_mask(3))[0]
     torch.testing.assert_close(torch.cat([first, later], dim=1), expected)
-    with pytest.raises(ValueError, match="cannot be extended"):
-        cache.update(cache.K, cache.V)
-    with pytest.raises(ValueError, match="use a KVCache"):
-        MultiHeadAttention(8, 2, rotary=True)(queries, memory, memory, cache=MemoryCache())
-    assert isinstance(cache, KVCache) and repr(cache).startswith("MemoryKVCache(K (2, 2, 5, 4)")
+    assert not isinstance(cache, KVCache) and repr(cache) == "MemoryCache(K (2, 2, 5, 4), V (2, 2, 5, 4))"
+
+
+def test_attend_refuses_keys_of_another_batch_and_rotary_modules():
+    mha = MultiHeadAttention(8, 2)
+    K, V = mha.project_memory(torch.randn(2, 5, 8))
+    assert K.shape == V.shape == (2, 2, 5, 4)
+    with pytest.raises(ValueError, match=r"K and V must be \(batch, num_heads, t_k, d_k\).*another batch"):
+        mha.attend(torch.randn(3, 1, 8), K, V)
+    with pytest.raises(ValueError, match="rotary positions belong to self-attention"):
+        MultiHeadAttention(8, 2, rotary=True).attend(torch.randn(2, 1, 8), K, V)
 
 
 def test_width_one_beam_search_is_greedy():

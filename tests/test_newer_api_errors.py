@@ -234,7 +234,7 @@ def test_a_memory_cache_is_refused_where_self_attention_needs_a_growing_cache():
     with pytest.raises(TypeError, match=r"caches\[0\] is MemoryCache.*KVCache of its own"):
         lm(ids, [MemoryCache(), MemoryCache()])
     x = torch.randn(2, 3, 8)
-    with pytest.raises(ValueError, match="MemoryCache holds a cross-attention memory"):
+    with pytest.raises(TypeError, match="MemoryCache, which holds a cross-attention memory.*needs a KVCache"):
         MultiHeadAttention(8, 2)(x, x, x, cache=MemoryCache())
 
 

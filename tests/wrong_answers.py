@@ -5199,7 +5199,50 @@ def rope(x):
 }
 
 
+# Stop 55's fresh readers: answers that passed the checks of the time.
+_STOP_55 = {
+    "ch08-bpc": [
+        ("one maximum over the whole tensor after upcasting to float64: rows 1000 apart give -inf", """
+def bits_per_char(logits, ids):
+    x = logits[:, :-1].double()
+    x = x - x.max()
+    log_p = x.gather(-1, ids[:, 1:, None]).squeeze(-1) - torch.log(torch.exp(x).sum(-1))
+    return (-log_p.mean() / math.log(2)).to(logits.dtype)
+"""),
+    ],
+    "ch08-temperature": [
+        ("top-k chosen among float64 probabilities: logits closer than their rounding keep more than k", """
+def temperature_probs(logits, temperature, top_k=None):
+    x = logits.double()
+    if temperature == 0:
+        out = torch.zeros_like(x)
+        out.scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
+        return out.to(logits.dtype)
+    p = torch.softmax((x - x.amax(-1, keepdim=True)) / temperature, -1)
+    if top_k is not None:
+        thr = p.topk(min(top_k, p.size(-1)), dim=-1).values[..., -1:]
+        p = torch.where(p >= thr, p, 0 * p)
+        p = p / p.sum(-1, keepdim=True)
+    return p.to(logits.dtype)
+"""),
+    ],
+    "ch08-cache": [
+        ("one maximum over the whole batch in float64: a row 1414 below the other gives 0 / 0", """
+def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
+    q = x_new @ W_q.T
+    K = torch.cat([K_cache, x_new @ W_k.T], 1)
+    V = torch.cat([V_cache, x_new @ W_v.T], 1)
+    s = (q @ K.transpose(1, 2) / math.sqrt(q.size(-1))).double()
+    e = torch.exp(s - s.max())
+    w = (e / e.sum(-1, keepdim=True)).to(q.dtype)
+    return w @ V, K, V
+"""),
+    ],
+}
+
+
 # Every later group joins WRONG, in the order they were found.
-for _group in (_STATEMENT_ALLOWS, _FRESH_TRIAL, _CH10, _CH10_BLIND, _FRESH_TRIAL_2, _TRIAL_2_REST, _FRESH_TRIAL_3, _FRESH_TRIAL_5, _CHAPTER_11, _FRESH_TRIAL_6710, _FRESH_TRIAL_1235, _FRESH_TRIAL_48911, _STOP_54):
+for _group in (_STATEMENT_ALLOWS, _FRESH_TRIAL, _CH10, _CH10_BLIND, _FRESH_TRIAL_2, _TRIAL_2_REST, _FRESH_TRIAL_3, _FRESH_TRIAL_5, _CHAPTER_11, _FRESH_TRIAL_6710, _FRESH_TRIAL_1235, _FRESH_TRIAL_48911, _STOP_54,
+               _STOP_55):
     for _id, _answers in _group.items():
         WRONG.setdefault(_id, []).extend(_answers)

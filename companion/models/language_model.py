@@ -112,11 +112,12 @@ class TransformerLM(nn.Module):
                              "object): each block needs a cache of its own; use model.new_caches()")
         if caches is not None:
             wrong = next(((i, c) for i, c in enumerate(caches)
-                          if not isinstance(c, KVCache) or isinstance(c, MemoryCache)), None)
+                          if not isinstance(c, KVCache)), None)
             if wrong is not None:
+                why = (" (a MemoryCache holds a fixed cross-attention memory and never grows)"
+                       if isinstance(wrong[1], MemoryCache) else "")
                 raise TypeError(f"caches[{wrong[0]}] is {type(wrong[1]).__name__}: every block needs a KVCache of "
-                                "its own (a MemoryCache holds a fixed cross-attention memory and never grows); use "
-                                "model.new_caches()")
+                                f"its own{why}; use model.new_caches()")
             lengths = [len(c) for c in caches]
             if len(set(lengths)) > 1:
                 raise ValueError(f"the caches hold different numbers of positions {lengths}: every block's cache "

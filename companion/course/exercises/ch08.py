@@ -126,11 +126,11 @@ def _bits_confident(fn):
 
 def _bits_rows_apart(fn):
     logits = torch.zeros(2, 2, 2)
-    logits[1, 0, 0] = 200.0  # one row far above the other: each row needs its own maximum
+    logits[1, 0, 0] = 1000.0  # one row far above the other: each row needs its own maximum
     _bits(fn, logits, torch.zeros(2, 2, dtype=torch.long),
-          "two rows whose logits are 200 apart: 1 bit and 0 bits, a mean of 0.5",
+          "two rows whose logits are 1000 apart: 1 bit and 0 bits, a mean of 0.5",
           "subtract each row's own maximum (log_softmax over the last axis does): one maximum for the whole "
-          "tensor leaves the other rows' exponentials at exp(-200) = 0")
+          "tensor leaves the other rows' exponentials at exp(-1000) = 0, in float64 too")
 
 
 def _bits_very_confident(fn):
@@ -146,8 +146,9 @@ def _bits_long_half(fn):
     logits = torch.tensor([200.0, 0.0]).expand(1, 501, 2).to(torch.float16)
     _bits(fn, logits, torch.ones(1, 501, dtype=torch.long), "float16, 500 predictions each 200 nats off: 288.5 "
           "bits; their sum (100,000 nats) is above float16's largest number, 65,504",
-          "a sum of many large float16 losses overflows to inf: take the mean (PyTorch accumulates it in float32) "
-          "or sum in float32, then return the result in the logits' dtype")
+          "a sum of many large float16 losses overflows to inf, and F.cross_entropy's own reduction does too in "
+          "float16: compute the loss in float32 (logits.float()), or take .mean() of the per-position losses "
+          "(PyTorch accumulates a mean in float32), then return the result in the logits' dtype")
 
 
 def _bits_float64_gradients(fn):
@@ -223,6 +224,15 @@ def _probs_greedy_close(fn):
     tiny = 2.0 ** -24  # float16's smallest number above 0
     _probs(fn, torch.tensor([[0.0, tiny, 2 * tiny, -1.0]], dtype=torch.float16), 0, None,
            "T = 0, float16 logits [0, 2**-24, 2**-23, -1]: the highest is the third", hint)
+
+
+def _probs_top_k_on_logits(fn):
+    hint = ("choose the k highest among the LOGITS, not among probabilities: the probabilities of logits closer "
+            "than their rounding step are one value (and at a huge T every probability is the same), so a "
+            "threshold on them keeps more than k")
+    _probs(fn, torch.tensor([[1e-17, 3e-17, 2e-17, -1.0]], dtype=torch.float64), 1.0, 2,
+           "top_k = 2, T = 1, float64 logits [1e-17, 3e-17, 2e-17, -1]: the second and third are kept", hint)
+    _probs(fn, torch.tensor([[0.0, 1.0, 2.0]]), 1e20, 1, "top_k = 1 at T = 1e20, logits [0, 1, 2]: [0, 0, 1]", hint)
 
 
 def _probs_top_k(fn):
@@ -353,6 +363,14 @@ def _step_by_hand(fn):
           "the new query attends to the cached keys AND its own new key; scale the scores by 1/sqrt(d_k)")
 
 
+def _step_rows_far_apart(fn):
+    x = torch.tensor([[[1000.0, 0.0], [2.0, 0.0]], [[1.0, 0.0], [0.0, 0.0]]], dtype=torch.float64)
+    eye = torch.eye(2, dtype=torch.float64)  # row 0's scores reach about 1414, row 1's are all 0
+    _step(fn, (x, eye, eye, eye), "float64, two sequences whose largest scores are about 1414 apart",
+          "subtract each row's own maximum score (a softmax over the keys does): one maximum over the whole "
+          "batch sends the other row's exponentials to exp(-1414) = 0, even in float64, and 0 / 0 is NaN")
+
+
 def _step_shapes(fn):
     _step(fn, _step_inputs(84, 2, 5, 6, 4, 3), "batch 2, 5 cached tokens, d_model 6, d_k 4, d_v 3",
           "q = x_new @ W_q.T (nn.Linear's layout), the scale is 1/sqrt(d_k) (d_k = W_q.shape[0], not d_model or "
@@ -412,12 +430,13 @@ EXERCISES = (
              bits_per_char, forbidden=("evaluate_bits_per_char",),
              allows=Allows(lambda randn: {"logits": randn(2, 4, 5), "ids": _IDS}, half=True)),
     Exercise("ch08-temperature", "sampling with a temperature and top-k", "temperature_probs",
-             (_probs_temperatures, _probs_greedy, _probs_greedy_close, _probs_top_k, _probs_tie_at_k,
+             (_probs_temperatures, _probs_greedy, _probs_greedy_close, _probs_top_k, _probs_top_k_on_logits,
+              _probs_tie_at_k,
               _probs_no_top_k, _probs_confident, _probs_half_precision, _probs_small_temperature_half,
               _probs_dropped_stay_dropped, _probs_tiny_temperature, _probs_vanishing_temperature),
              temperature_probs, forbidden=("next_token_probs", "sample_next_token", "softargmax", "hardargmax")),
     Exercise("ch08-cache", "one step of the key-value cache", "attend_with_cache",
-             (_step_by_hand, _step_shapes, _step_empty, _step_twice, _step_float64_gradients, _step_trained_cache),
+             (_step_by_hand, _step_rows_far_apart, _step_shapes, _step_empty, _step_twice, _step_float64_gradients, _step_trained_cache),
              attend_with_cache, forbidden=("KVCache", "MultiHeadAttention", "scaled_dot_product_attention",
                                            "MultiheadAttention"),
              allows=Allows(lambda randn: dict(x_new=randn(2, 1, 4), K_cache=randn(2, 3, 3), V_cache=randn(2, 3, 2),
