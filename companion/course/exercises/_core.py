@@ -113,8 +113,9 @@ def call(fn, case: str, hint: str, **inputs):
     for name, value in inputs.items():
         if not _same(value, saved[name]):
             raise Mismatch(f"{case}: your function changed its input `{name}` in place (the caller's data "
-                           "changed). Hint: compute a new tensor (z = z - m, not z -= m; no .zero_(), "
-                           "*=, or appending to the caller's lists)")
+                           "changed). Hint: build new tensors and containers instead of changing the "
+                           "given ones (z = z - m, not z -= m; no .zero_() or *=; no .pop(), appending "
+                           "or item assignment on the caller's dicts and lists)")
     return got
 
 

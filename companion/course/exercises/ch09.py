@@ -127,8 +127,8 @@ def _embed_eps(fn):
     tables = _embed_tables(94, 5, 4, 2, 8, scale=1e-4)
     _embed(fn, torch.tensor([[0, 1, 2, 3]]), torch.tensor([[0, 1, 0, 1]]), tables,
            "tables of size 1e-4: the sum's variance (about 1e-8) is below PyTorch's default epsilon 1e-5",
-           "BERT's LayerNorm adds eps = 1e-12 to the variance (config.json's layer_norm_eps), not the default "
-           "1e-5 of PyTorch's LayerNorm: give the epsilon to whatever LayerNorm you use")
+           "BERT's LayerNorm adds eps = 1e-12 to the variance, inside the square root: (z - mean) / "
+           "sqrt(var + eps), with config.json's layer_norm_eps, not the default 1e-5 of PyTorch's LayerNorm")
 
 
 def _embed_eps_half(fn):
@@ -155,7 +155,8 @@ def _embed_integer_ids(fn):
 def _embed_float64_gradients(fn):
     tables = tuple(z.requires_grad_() for z in _embed_tables(95, 6, 5, 2, 3, dtype=torch.float64))
     case = "float64 tables that require gradients (BERT learns all of them)"
-    hint = ("compute with the tables given (indexing, +, F.layer_norm), in their dtype: no .float(), .detach() or "
+    hint = ("compute with the tables given (indexing, +, F.layer_norm), in float64 for float64 tables (a float32 "
+            "detour loses digits): no .detach() or "
             "torch.no_grad(), and no new nn.Embedding/nn.LayerNorm or nn.Parameter made from them, which would "
             "get the gradient instead of the tables")
     got = _embed(fn, torch.tensor([[5, 1]]), torch.tensor([[1, 0]]), tables, case, hint)
