@@ -9,6 +9,7 @@
 
 import inspect
 import json
+import re
 import subprocess
 import sys
 import time
@@ -265,7 +266,9 @@ def test_messages_point_at_the_real_mistake():
     float32_step = ("def soft_lookup(query, keys, values, beta=1.0):\n"
                     "    w = torch.softmax((beta * (keys @ query)).float(), -1)\n    return w.to(values.dtype) @ values\n")
     result = evaluate(EXERCISES["ch01-soft-lookup"], float32_step, [solution("ch01-softargmax")])
-    assert "nearly equal: they differ by up to" in result.message and "float64" in result.message
+    assert "they differ by up to" in result.message and "float64" in result.message
+    shown = re.search(r"expected (\[.*?\]), got (\[.*?\])", result.message)
+    assert shown and shown.group(1) != shown.group(2), result.message  # enough digits to see the difference
 
 
 # --- a grader that cannot be fooled or crashed ---------------------------------------------------

@@ -5201,6 +5201,32 @@ def rope(x):
 
 # Stop 55's fresh readers: answers that passed the checks of the time.
 _STOP_55 = {
+    "ch03-dot-variance": [
+        ("the mean rounded in float16: deviations from 2000.67 taken as from 2000", """
+def dot_variance(q, k):
+    dots = (q * k).sum(-1)
+    dev = (dots - dots.mean()) / math.sqrt(dots.shape[0] - 1)
+    return (dev * dev).sum()
+"""),
+    ],
+    "ch03-scaled-scores": [
+        ("a float16 elementwise product summed afterwards: cancelling terms overflow to inf - inf", """
+def scaled_scores(Q, K):
+    Qs = Q / math.sqrt(Q.shape[-1])
+    return (Qs.unsqueeze(-2) * K.unsqueeze(-3)).sum(-1)
+"""),
+    ],
+    "ch03-row-entropy": [
+        ("a clamp to float16's smallest normal number: subnormal weights' logs change", """
+def row_entropy(A):
+    return -(A * A.clamp_min(torch.finfo(A.dtype).tiny).log()).sum(-1)
+"""),
+        ("an epsilon of 1e-30 inside the log: a weight of 1e-35 is read as 1e-30", """
+def row_entropy(A):
+    B = A.double()
+    return (-(B * (B + 1e-30).log()).sum(-1)).to(A.dtype)
+"""),
+    ],
     "ch08-bpc": [
         ("one maximum over the whole tensor after upcasting to float64: rows 1000 apart give -inf", """
 def bits_per_char(logits, ids):

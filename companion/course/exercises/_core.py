@@ -10,6 +10,7 @@ and say what is wrong: the type, the dtype, the shape, NaN, or the values.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -136,14 +137,29 @@ def _type_problem(got, case: str, hint: str) -> Mismatch | None:
 
 def _rows_for_message(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor) -> str:
     """``expected ..., got ...``: small tensors in full, larger ones where they first differ."""
+    largest = None
+    if got.is_floating_point() and expected.is_floating_point():
+        largest = float((got.detach().double().cpu() - expected.double().cpu()).abs().nan_to_num(float("inf")).max())
+    # 4 decimals, or enough significant digits that values which differ do not print alike
+    digits = None
+    if largest and largest < 1e-3:
+        scale = float(expected.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).max()) or largest
+        digits = min(17, max(4, math.ceil(math.log10(scale / largest)) + 2))
+
+    def show(value: float) -> float:
+        return round(value, 4) if digits is None else float(f"{value:.{digits}g}")
+
     def values(x, k=None):
         x = x.detach().cpu()
         x = x if k is None else x.reshape(-1, x.shape[-1])[k]
-        return x.double().numpy().round(4).tolist() if x.is_floating_point() else x.tolist()
+        if not x.is_floating_point():
+            return x.tolist()
+        return [show(v) for v in x.double().flatten().tolist()] if x.dim() <= 1 else \
+            [values(row) for row in x.double().unbind(0)]
 
     def one(x, place):
         value = x[tuple(place)].item()
-        return round(value, 4) if isinstance(value, float) else value
+        return show(value) if isinstance(value, float) else value
 
     if got.dim() < 2 or got.numel() <= 12:
         text = f"expected {values(expected)}, got {values(got)}"
@@ -155,10 +171,9 @@ def _rows_for_message(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Te
     else:  # long rows: the first wrong entries
         places = wrong.nonzero()[:3].tolist()
         text = "; ".join(f"at {p}: expected {one(expected, p)}, got {one(got, p)}" for p in places)
-    if got.is_floating_point() and expected.is_floating_point():
-        largest = float((got.detach().double().cpu() - expected.double().cpu()).abs().nan_to_num(float("inf")).max())
-        if largest < 1e-3:  # the printed values (4 decimals) may look equal: say how far apart they are
-            text += f" (nearly equal: they differ by up to {largest:.1e}, too much for {expected.dtype})"
+    if largest is not None:
+        if largest < 1e-3:  # say how far apart values that print nearly alike are
+            text += f" (they differ by up to {largest:.1e}, too much for {expected.dtype})"
     return text
 
 

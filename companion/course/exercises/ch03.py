@@ -100,6 +100,20 @@ def _var_large_mean_half(fn):
     expect_close(call(fn, case, hint, q=q, k=k), expected, case, hint)
 
 
+def _var_mean_not_representable(fn):
+    hint = ("the mean of these dot products is not a number of the inputs' dtype: a mean rounded to float16 "
+            "(or bfloat16) shifts every deviation; compute in float32 (torch.var does), return the inputs' dtype")
+    for dtype, dots, case in ((torch.float16, [2000.0, 2000.0, 2002.0],
+                               "float16 dot products 2000, 2000 and 2002 (variance 4/3; their mean is no float16)"),
+                              (torch.bfloat16, [1000.0, 1000.0, 1008.0],
+                               "bfloat16 dot products 1000, 1000 and 1008 (variance 21.3; their mean is no "
+                               "bfloat16)")):
+        q = torch.tensor(dots, dtype=dtype)[:, None]
+        k = torch.ones(3, 1, dtype=dtype)
+        expected = torch.tensor(dots, dtype=torch.float64).var().to(dtype)
+        expect_close(call(fn, case, hint, q=q, k=k), expected, case, hint)
+
+
 def _var_many_half(fn):
     q = (1000.0 + 0.5 * (torch.arange(100) % 3)).to(torch.float16)[:, None]  # 1000, 1000.5, 1001, 1000, ...
     k = torch.ones(100, 1, dtype=torch.float16)
@@ -205,14 +219,27 @@ def _scores_half_no_overflow(fn):
     expect_close(got, torch.tensor([[8192.0]], dtype=torch.float16), case,
                  "scale before the product: (Q / sqrt(d_k)) @ K.transpose(-2, -1)")
 
+def _scores_half_cancelling(fn):
+    Q = torch.full((1, 4), 1000.0, dtype=torch.float16)
+    K = torch.tensor([[1000.0, -1000.0, 1000.0, -1000.0], [1000.0, -1000.0, 1000.0, -990.0]], dtype=torch.float16)
+    case = ("float16 Q = [1000, 1000, 1000, 1000] and keys whose products cancel: scores [0, 5000], though each "
+            "product term (500,000 after the scale) is beyond float16")
+    expect_close(call(fn, case, "use a matrix product (@ or torch.matmul), which accumulates the terms in float32, "
+                      "not a float16 elementwise product summed afterwards, whose terms overflow to inf - inf = NaN",
+                      Q=Q, K=K),
+                 torch.tensor([[0.0, 5000.0]], dtype=torch.float16), case,
+                 "use a matrix product (@), not (Q[..., :, None, :] * K[..., None, :, :]).sum(-1) in float16")
+
+
 # prescale ---------------------------------------------------------------------------
 
 
 def _pre(fn, Q, K, case, hint):
     got = call(fn, case, hint, Q=Q, K=K)
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise Mismatch(f"{case}: expected a pair (Q_scaled, K_scaled), got {type(got).__name__}"
-                       f"{'' if not isinstance(got, (tuple, list)) else f' of length {len(got)}'}. Hint: {hint}")
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise Mismatch(f"{case}: expected a tuple (Q_scaled, K_scaled), got {type(got).__name__}"
+                       f"{'' if not isinstance(got, (tuple, list)) else f' of length {len(got)}'}. Hint: return "
+                       "Q_scaled, K_scaled (a tuple)")
     s = Q.shape[-1] ** -0.25
     expect_close(got[0], Q * s, case + ", the scaled Q", hint)
     expect_close(got[1], K * s, case + ", the scaled K", hint)
@@ -328,6 +355,11 @@ def _entropy_tiny_float64(fn):
     _entropy(fn, A, expected, "a float64 row [1e-20, 1 - 1e-20] (entropy 4.6e-19)",
              "no clamp inside the log, however small: clamp_min(1e-12) turns log(1e-20) into log(1e-12); "
              "treat only exact zeros apart", atol=0.0, rtol=1e-9)  # relative: the entropy itself is tiny
+    A = torch.tensor([[1e-35, 1.0]], dtype=torch.float64)  # 1 - 1e-35 is 1.0 in float64
+    expected = torch.tensor([-1e-35 * math.log(1e-35)], dtype=torch.float64)
+    _entropy(fn, A, expected, "a float64 row [1e-35, 1 - 1e-35] (entropy 8.1e-34)",
+             "no epsilon inside the log, however small: log(A + 1e-30) turns log(1e-35) into about log(1e-30); "
+             "treat only exact zeros apart", atol=0.0, rtol=1e-9)
 
 
 def _entropy_tiny_weights(fn):
@@ -341,16 +373,22 @@ def _entropy_tiny_weights(fn):
     A64 = A.double()
     _entropy(fn, A, (-(A64 * A64.log()).sum(-1)).to(torch.float16),
              "a float16 row of 100 weights 0.001 and one 0.9 (entropy 0.786)", hint)
+    A = torch.cat([torch.full((1000,), 2e-5), torch.tensor([0.98])]).to(torch.float16)[None]
+    A64 = A.double()
+    _entropy(fn, A, (-(A64 * A64.log()).sum(-1)).to(torch.float16),
+             "a float16 row of 1000 weights 2e-5 (below float16's smallest normal number, 6.1e-5) and one 0.98 "
+             "(entropy 0.2365)", "no clamp to the smallest normal number (torch.finfo(A.dtype).tiny) either: "
+             "float16 holds smaller weights, and their logs count; treat only exact zeros apart")
 
 
 EXERCISES = (
     Exercise("ch03-dot-variance", "the sample variance of q . k", "dot_variance",
              (_var_by_hand, _var_many, _var_unbiased, _var_large_mean, _var_large_mean_float64, _var_large_mean_half,
-              _var_many_half, _var_spread_half, _var_outlier_half, _var_float64), dot_variance,
+              _var_mean_not_representable, _var_many_half, _var_spread_half, _var_outlier_half, _var_float64), dot_variance,
              allows=Allows(lambda randn: {"q": randn(6, 5), "k": randn(6, 5)}, half=True)),
     Exercise("ch03-scaled-scores", "scores divided by sqrt(d_k)", "scaled_scores",
              (_scores_by_hand, _scores_shapes, _scores_batched, _scores_heads, _scores_float64_gradients,
-              _scores_gradient_to_k, _scores_half_no_overflow), scaled_scores,
+              _scores_gradient_to_k, _scores_half_no_overflow, _scores_half_cancelling), scaled_scores,
              allows=Allows(lambda randn: {"Q": randn(3, 5), "K": randn(4, 5)}, batched=("Q", "K"), half=True)),
     Exercise("ch03-row-entropy", "the entropy of attention rows", "row_entropy",
              (_entropy_uniform, _entropy_general, _entropy_one_hot, _entropy_long_rows, _entropy_batched,
