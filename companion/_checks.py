@@ -113,7 +113,10 @@ def check_batch_mask(name: str, mask, batch: int, t_q: int, t_k: int, what: str)
             f"{name} must have a batch axis, {what}; got a 2-D mask of shape {tuple(mask.shape)}, which is "
             "ambiguous: a padding mask (batch, t) would be read as (t_q, t_k) rows whenever batch equals t_q. "
             f"Add the query axis, {name}[:, None, :] (as companion.padding_mask returns it)")
-    check_mask(mask, (batch, t_q, t_k), what=what)
+    try:
+        check_mask(mask, (batch, t_q, t_k), what=what)
+    except (TypeError, ValueError) as error:  # say which argument
+        raise type(error)(f"{name}: {error}") from None
 
 
 def check_probability(name: str, p) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from ._checks import check_batch_mask, check_flags, check_positive_int, check_tokens
+from .eval_mode import evaluating
 
 __all__ = ["greedy_decode", "beam_search"]
 
@@ -72,26 +73,24 @@ def greedy_decode(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: i
     """
     _check_decoding(model, src, max_len, src_mask, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     check_flags(use_cache=use_cache)
-    was_training = model.training
-    model.eval()
-    cached = use_cache and hasattr(model, "decode_step")
-    if cached:
-        memory = model.encoder(src, mask=src_mask)[0]  # (batch, t_src, d_model), once
-        caches = model.new_caches()
-    out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1)
-    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (batch,)
-    for _ in range(max_len):
-        if cached:  # the newest token only: (batch, 1, vocab)
-            logits = model.decode_step(out[:, -1:], memory, caches, src_mask=src_mask)
-        else:
-            logits = model(src, out, src_mask=src_mask)[0]  # (batch, t, vocab): the whole prefix again
-        next_token = logits[:, -1].argmax(-1)  # (batch,): the last position's most likely token
-        next_token = torch.where(done, torch.full_like(next_token, pad_id), next_token)
-        out = torch.cat([out, next_token[:, None]], dim=1)
-        done |= next_token == eos_id
-        if done.all():
-            break
-    model.train(was_training)
+    with evaluating(model):  # the caller's mode comes back, also after an error
+        cached = use_cache and hasattr(model, "decode_step")
+        if cached:
+            memory = model.encoder(src, mask=src_mask)[0]  # (batch, t_src, d_model), once
+            caches = model.new_caches()
+        out = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (batch, 1)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (batch,)
+        for _ in range(max_len):
+            if cached:  # the newest token only: (batch, 1, vocab)
+                logits = model.decode_step(out[:, -1:], memory, caches, src_mask=src_mask)
+            else:
+                logits = model(src, out, src_mask=src_mask)[0]  # (batch, t, vocab): the whole prefix again
+            next_token = logits[:, -1].argmax(-1)  # (batch,): the last position's most likely token
+            next_token = torch.where(done, torch.full_like(next_token, pad_id), next_token)
+            out = torch.cat([out, next_token[:, None]], dim=1)
+            done |= next_token == eos_id
+            if done.all():
+                break
     return out
 
 
@@ -116,31 +115,29 @@ def beam_search(model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int
     """
     _check_decoding(model, src, max_len, src_mask, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     check_positive_int("width", width)
-    was_training = model.training
-    model.eval()
-    batch, device = src.size(0), src.device
-    src_k = src.repeat_interleave(width, dim=0)  # (batch * width, t_src): each source once per beam
-    mask_k = None if src_mask is None else src_mask.repeat_interleave(width, dim=0)
-    out = torch.full((batch * width, 1), bos_id, dtype=torch.long, device=device)  # (batch * width, 1)
-    score = torch.full((batch, width), float("-inf"), device=device)  # (batch, width)
-    score[:, 0] = 0.0  # one live prefix (BOS) per source at the start, not width copies of it
-    done = torch.zeros(batch * width, dtype=torch.bool, device=device)  # (batch * width,)
-    for _ in range(max_len):
-        logits = model(src_k, out, src_mask=mask_k)[0][:, -1].float()  # (batch * width, vocab)
-        log_p = torch.log_softmax(logits, dim=-1)
-        vocab = log_p.size(-1)
-        finished = torch.full_like(log_p, float("-inf"))
-        finished[:, pad_id] = 0.0  # a finished prefix grows by padding, at no cost
-        log_p = torch.where(done[:, None], finished, log_p)
-        candidates = (score.reshape(-1, 1) + log_p).reshape(batch, width * vocab)  # (batch, width * vocab)
-        score, index = candidates.topk(width, dim=-1)  # (batch, width): the best continuations
-        beam, token = index // vocab, index % vocab  # which prefix each continues, with which token
-        rows = (torch.arange(batch, device=device)[:, None] * width + beam).reshape(-1)  # (batch * width,)
-        out = torch.cat([out[rows], token.reshape(-1, 1)], dim=1)
-        done = done[rows] | (token.reshape(-1) == eos_id)
-        if done.all():
-            break
-    model.train(was_training)
+    with evaluating(model):  # the caller's mode comes back, also after an error
+        batch, device = src.size(0), src.device
+        src_k = src.repeat_interleave(width, dim=0)  # (batch * width, t_src): each source once per beam
+        mask_k = None if src_mask is None else src_mask.repeat_interleave(width, dim=0)
+        out = torch.full((batch * width, 1), bos_id, dtype=torch.long, device=device)  # (batch * width, 1)
+        score = torch.full((batch, width), float("-inf"), device=device)  # (batch, width)
+        score[:, 0] = 0.0  # one live prefix (BOS) per source at the start, not width copies of it
+        done = torch.zeros(batch * width, dtype=torch.bool, device=device)  # (batch * width,)
+        for _ in range(max_len):
+            logits = model(src_k, out, src_mask=mask_k)[0][:, -1].float()  # (batch * width, vocab)
+            log_p = torch.log_softmax(logits, dim=-1)
+            vocab = log_p.size(-1)
+            finished = torch.full_like(log_p, float("-inf"))
+            finished[:, pad_id] = 0.0  # a finished prefix grows by padding, at no cost
+            log_p = torch.where(done[:, None], finished, log_p)
+            candidates = (score.reshape(-1, 1) + log_p).reshape(batch, width * vocab)  # (batch, width * vocab)
+            score, index = candidates.topk(width, dim=-1)  # (batch, width): the best continuations
+            beam, token = index // vocab, index % vocab  # which prefix each continues, with which token
+            rows = (torch.arange(batch, device=device)[:, None] * width + beam).reshape(-1)  # (batch * width,)
+            out = torch.cat([out[rows], token.reshape(-1, 1)], dim=1)
+            done = done[rows] | (token.reshape(-1) == eos_id)
+            if done.all():
+                break
     best = score.argmax(dim=-1)  # (batch,)
     rows = torch.arange(batch, device=device) * width + best
     return out[rows], score[torch.arange(batch, device=device), best]

@@ -141,6 +141,8 @@ class MemoryCache:
         self.memory: torch.Tensor | None = None
         self.K: torch.Tensor | None = None
         self.V: torch.Tensor | None = None
+        self._version = 0  # memory._version when K and V were computed: in-place changes bump it
+        self._owner = None  # the layer whose projection computed K and V
 
     def __len__(self) -> int:
         """The number of memory positions held: ``t_src``, or 0 while empty."""
@@ -158,19 +160,27 @@ class MemoryCache:
             ``(K, V)``, each ``(batch, num_heads, t_src, d_k)``.
         """
         check_tensor("memory", memory, ndim=3, shape_doc="(batch, t_src, d_model)")
+        owner = getattr(project, "__self__", project)  # the attention layer that projects
         if self.memory is None:
             self.K, self.V = project(memory)
-            self.memory = memory
-        else:
-            self.check_memory(memory)
+            self.memory, self._version, self._owner = memory, memory._version, owner
+            return self.K, self.V
+        if owner is not self._owner:
+            raise ValueError("this MemoryCache holds the keys and values another layer (or another model) "
+                             "projected; every cross-attention layer needs a cache of its own: start new caches "
+                             "(model.new_caches())")
+        self.check_memory(memory)
         return self.K, self.V
 
     def check_memory(self, memory: torch.Tensor) -> None:
         """Refuse a ``memory`` other than the one the cache was filled from (the same tensor, or
         equal values: a step that passes the same memory costs no comparison)."""
         held = self.memory
-        if held is None or memory is held:
+        if held is None or (memory is held and memory._version == self._version):
             return
+        if memory is held:  # the same tensor, changed in place since the keys and values were made from it
+            raise ValueError("the memory was changed in place after this MemoryCache projected it, so its keys "
+                             "and values are stale: start new caches (model.new_caches()) for the new memory")
         if memory.shape != held.shape or memory.dtype != held.dtype or not torch.equal(memory, held):
             raise ValueError(
                 f"this MemoryCache holds the keys and values of another memory (shape {tuple(held.shape)}), "

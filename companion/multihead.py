@@ -242,11 +242,14 @@ class MultiHeadAttention(nn.Module):
         if self.rotary:
             raise ValueError("attend reads keys and values without positions (a cross-attention memory); "
                              "rotary positions belong to self-attention: call the module itself")
-        heads = (query.size(0), self.num_heads, K.size(2), self.d_k)
-        if K.dim() != 4 or tuple(K.shape) != heads or V.shape[:3] != K.shape[:3]:
-            raise ValueError(f"K and V must be (batch, num_heads, t_k, d_k) = (batch {query.size(0)}, "
-                             f"{self.num_heads}, t_k, {self.d_k}) for queries of batch {query.size(0)}, got K "
-                             f"{tuple(K.shape)} and V {tuple(V.shape)}: the memory of another batch?")
+        kv_heads = getattr(self, "num_kv_heads", self.num_heads)  # fewer for grouped-query attention
+        for name, t in (("K", K), ("V", V)):
+            check_tensor(name, t, ndim=4, shape_doc="(batch, heads, t_k, d_k)")
+        if tuple(K.shape) != (query.size(0), kv_heads, K.size(2), self.d_k) or tuple(V.shape) != tuple(K.shape):
+            raise ValueError(f"K and V must be (batch, heads, t_k, d_k) = (batch {query.size(0)}, {kv_heads}, t_k, "
+                             f"{self.d_k}) for queries of batch {query.size(0)}, got K {tuple(K.shape)} and V "
+                             f"{tuple(V.shape)}: from this module's project_memory, for the same batch?")
+        check_same_dtype_device(query=query, K=K, V=V)
         mask = self._full_mask(mask, query.size(0), query.size(1), K.size(2))
         Q = self.split_heads(self.project_query(query))  # (batch, num_heads, t_q, d_k)
         return self._attend(Q, K, V, mask, need_weights, None)

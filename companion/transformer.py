@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_batch_mask, check_count
+from ._checks import check_batch_mask, check_count, check_tokens
 from .embedding import TokenEmbedding
 from .kv_cache import KVCache, MemoryCache
 from .layers import DecoderLayer, EncoderLayer
@@ -151,6 +151,9 @@ class Encoder(_Stack):
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
         """int tokens ``(batch, t)`` -> ``(output (batch, t, d_model), weights)``; see :meth:`encode`."""
+        if tokens.dim() == 2:  # the embedding refuses other shapes
+            check_batch_mask("mask", mask, tokens.size(0), tokens.size(1), tokens.size(1),
+                             "(batch, 1, t) padding or (batch, t, t)")
         return self.encode(self.embed(tokens), mask=mask, need_weights=need_weights)
 
 
@@ -193,6 +196,9 @@ class Decoder(_Stack):
     def forward(self, tokens: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, need_weights: bool = False):
         """int tokens ``(batch, t_tgt)`` -> ``(output (batch, t_tgt, d_model), weights)``; see :meth:`decode`."""
+        if tokens.dim() == 2 and memory.dim() == 3:  # the layers refuse other shapes
+            check_batch_mask("memory_mask", memory_mask, tokens.size(0), tokens.size(1), memory.size(1),
+                             "(batch, 1, t_src) padding")
         return self.decode(self.embed(tokens), memory, mask=mask, memory_mask=memory_mask, need_weights=need_weights)
 
 
@@ -240,8 +246,8 @@ class Transformer(nn.Module):
         Args:
             src: int ``(batch, t_src)``.
             tgt: int ``(batch, t_tgt)``, the targets shifted right (starting with BOS).
-            src_mask: bool, ``True`` = may attend, e.g. source padding ``(batch, 1, t_src)``;
-                used by encoder self-attention and decoder cross-attention.
+            src_mask: bool ``(batch, 1, t_src)``, ``True`` on real source tokens (source
+                padding); used by encoder self-attention and decoder cross-attention.
             tgt_mask: optional extra bool mask over targets, e.g. padding ``(batch, 1, t_tgt)``;
                 and-ed with the causal mask.
             need_weights: also return every attention map.
@@ -250,9 +256,7 @@ class Transformer(nn.Module):
             ``(logits, weights)``: logits ``(batch, t_tgt, tgt_vocab_size)``; weights ``None``
             or ``{"encoder": [...], "decoder": [...]}`` as returned by the stacks.
         """
-        check_batch_mask("tgt_mask", tgt_mask, tgt.size(0), tgt.size(1), tgt.size(1), "(batch, t_tgt, t_tgt)")
-        check_batch_mask("src_mask", src_mask, src.size(0), src.size(1), src.size(1),
-                               "(batch, 1, t_src) or (batch, t_src, t_src)")
+        self._check_batch(src, tgt, src_mask, tgt_mask)
         memory, enc_weights = self.encoder(src, mask=src_mask, need_weights=need_weights)
         causal = causal_mask(tgt.size(1), device=tgt.device)  # (t_tgt, t_tgt)
         mask = causal if tgt_mask is None else causal & tgt_mask
@@ -282,6 +286,7 @@ class Transformer(nn.Module):
             logits ``(batch, t_new, tgt_vocab_size)``, equal to the last ``t_new`` positions
             of :meth:`forward` on the whole prefix.
         """
+        self._check_caches(caches)
         self_caches, memory_caches = caches
         check_batch_mask("src_mask", src_mask, memory.size(0), tgt.size(1), memory.size(1), "(batch, 1, t_src)")
         offset = len(self_caches[0])  # target positions already decoded
@@ -290,3 +295,34 @@ class Transformer(nn.Module):
         out, _ = self.decoder.decode(x, memory, mask=mask, memory_mask=src_mask, caches=self_caches,
                                      memory_caches=memory_caches)
         return self.output_proj(out)
+
+    def _check_batch(self, src, tgt, src_mask, tgt_mask) -> None:
+        """The front door of :meth:`forward`: int ``(batch, t)`` tokens, a source of at least one
+        token, and masks with a batch axis (a 2-D padding mask is ambiguous)."""
+        check_tokens("src", src)
+        check_tokens("tgt", tgt)
+        if src.size(0) != tgt.size(0):
+            raise ValueError(f"src and tgt must hold the same number of sequences, got batch {src.size(0)} "
+                             f"and {tgt.size(0)}")
+        if src.size(1) == 0 or tgt.size(1) == 0:
+            raise ValueError(f"src and tgt need at least one token each (tgt starts with BOS), got shapes "
+                             f"{tuple(src.shape)} and {tuple(tgt.shape)}")
+        check_batch_mask("tgt_mask", tgt_mask, tgt.size(0), tgt.size(1), tgt.size(1), "(batch, t_tgt, t_tgt)")
+        # the source mask serves the encoder and the cross-attention, whose queries are the targets:
+        # only a padding mask (batch, 1, t_src) fits both
+        check_batch_mask("src_mask", src_mask, src.size(0), 1, src.size(1), "(batch, 1, t_src), source padding")
+
+    def _check_caches(self, caches) -> None:
+        """Refuse caches that are not :meth:`new_caches`' pair of lists, one cache object per layer."""
+        layers = len(self.decoder.layers)
+        if not (isinstance(caches, tuple) and len(caches) == 2 and all(isinstance(c, list) for c in caches)):
+            raise TypeError(f"caches must be the pair (self_caches, memory_caches) that model.new_caches() "
+                            f"returns, got {type(caches).__name__}")
+        for name, kind, given in (("self-attention", KVCache, caches[0]), ("memory", MemoryCache, caches[1])):
+            if len(given) != layers or not all(isinstance(c, kind) for c in given):
+                raise ValueError(f"caches must hold one {kind.__name__} per decoder layer ({layers}) for the "
+                                 f"{name} caches, got {[type(c).__name__ for c in given]}; use model.new_caches()")
+            if len({id(c) for c in given}) != len(given):
+                raise ValueError(f"the {name} caches hold the same {kind.__name__} object more than once "
+                                 f"([{kind.__name__}()] * n repeats one object): each layer needs its own; use "
+                                 "model.new_caches()")

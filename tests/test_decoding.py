@@ -80,7 +80,7 @@ def test_attend_refuses_keys_of_another_batch_and_rotary_modules():
     mha = MultiHeadAttention(8, 2)
     K, V = mha.project_memory(torch.randn(2, 5, 8))
     assert K.shape == V.shape == (2, 2, 5, 4)
-    with pytest.raises(ValueError, match=r"K and V must be \(batch, num_heads, t_k, d_k\).*another batch"):
+    with pytest.raises(ValueError, match=r"K and V must be \(batch, heads, t_k, d_k\).*same batch"):
         mha.attend(torch.randn(3, 1, 8), K, V)
     with pytest.raises(ValueError, match="rotary positions belong to self-attention"):
         MultiHeadAttention(8, 2, rotary=True).attend(torch.randn(2, 1, 8), K, V)

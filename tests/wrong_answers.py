@@ -5227,6 +5227,23 @@ def row_entropy(A):
     return (-(B * (B + 1e-30).log()).sum(-1)).to(A.dtype)
 """),
     ],
+    "ch06-additive": [
+        ("an additive -1e30 mask: a real score below -1e30 loses to the padding", """
+def additive_attention(s, H, mask, W_q, W_k, v):
+    e = torch.tanh((s @ W_q.T)[:, None, :] + H @ W_k.T) @ v
+    if mask is not None:
+        e = e - 1e30 * (~mask).to(e.dtype)
+    a = torch.softmax(e, -1)
+    return (a[..., None] * H).sum(1), a
+"""),
+    ],
+    "ch06-conv": [
+        ("no convolution: elementwise products summed by hand (the same numbers)", """
+def conv_feed_forward(x, W1, b1, W2, b2):
+    h = F.relu((x[..., None, :] * W1).sum(-1) + b1)
+    return (h[..., None, :] * W2).sum(-1) + b2
+"""),
+    ],
     "ch08-bpc": [
         ("one maximum over the whole tensor after upcasting to float64: rows 1000 apart give -inf", """
 def bits_per_char(logits, ids):

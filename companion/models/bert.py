@@ -24,7 +24,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .._checks import check_tokens, describe
+from .._checks import check_flags, check_tokens, describe
 from ..layers import EncoderLayer
 from ..positional import LearnedPositionalEmbedding
 from ..transformer import LayerStack
@@ -212,6 +212,7 @@ class BertEncoder(nn.Module):
             :class:`BertOutput` ``(last_hidden_state, hidden_states, attentions)``: the
             last ``(batch, t, d_model)``, and ``None`` for what was not asked.
         """
+        check_flags(output_hidden_states=output_hidden_states)
         keep = self._check_inputs(input_ids, attention_mask, token_type_ids)  # (batch, 1, t) or None
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)  # (batch, t): every token in segment 0

@@ -24,6 +24,7 @@ from torch import nn
 from .._checks import check_flags, check_positive_int, check_tokens
 from ..data.chars import random_windows
 from ..embedding import TokenEmbedding
+from ..eval_mode import evaluating
 from ..kv_cache import KVCache, MemoryCache
 from ..layers import EncoderLayer, make_norm
 from ..masks import causal_mask
@@ -168,21 +169,19 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
                          "use prompt[None] for a single sequence")
     check_positive_int("max_new_tokens", max_new_tokens)
     window = model.max_len  # the most positions the model can read
-    was_training = model.training
-    model.eval()
-    ids = prompt
-    caches, step_input = None, None  # with a cache: the (cropped) prompt once, then the newest token
-    for step in range(max_new_tokens):
-        if not use_cache:
-            step_input = ids[:, -window:]  # (batch, <= window): the whole text, cropped
-        elif caches is None or len(caches[0]) + 1 > window:  # first step, or the window is full
-            caches, step_input = model.new_caches(), ids[:, -window:]  # (re)build from the cropped text
-        # the prompt's ids are checked once; sampled ones are in range by construction (no GPU wait)
-        logits, _ = model(step_input, caches, check_range=step == 0)  # (batch, t, vocab)
-        token = sample_next_token(logits[:, -1], temperature, top_k, top_p, generator=generator)  # (batch,)
-        ids = torch.cat([ids, token[:, None]], dim=1)  # (batch, t + 1)
-        step_input = token[:, None]  # (batch, 1)
-    model.train(was_training)
+    with evaluating(model):  # the caller's mode comes back, also after an error
+        ids = prompt
+        caches, step_input = None, None  # with a cache: the (cropped) prompt once, then the newest token
+        for step in range(max_new_tokens):
+            if not use_cache:
+                step_input = ids[:, -window:]  # (batch, <= window): the whole text, cropped
+            elif caches is None or len(caches[0]) + 1 > window:  # first step, or the window is full
+                caches, step_input = model.new_caches(), ids[:, -window:]  # (re)build from the cropped text
+            # the prompt's ids are checked once; sampled ones are in range by construction (no GPU wait)
+            logits, _ = model(step_input, caches, check_range=step == 0)  # (batch, t, vocab)
+            token = sample_next_token(logits[:, -1], temperature, top_k, top_p, generator=generator)  # (batch,)
+            ids = torch.cat([ids, token[:, None]], dim=1)  # (batch, t + 1)
+            step_input = token[:, None]  # (batch, 1)
     return ids
 
 
@@ -272,31 +271,29 @@ def evaluate_bits_per_char(model: TransformerLM, ids: torch.Tensor, block_size: 
     check_positive_int("stride", stride)
     if stride > block_size:
         raise ValueError(f"stride={stride} must be at most block_size={block_size}, or some tokens are never scored")
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    ids = ids.long()
-    n = ids.size(0) - 1  # predictions: ids[1:] from ids[:-1]
-    # window w reads inputs [start, start + block_size) and scores the targets from `first` on
-    windows, start = [], 0
-    while True:
-        first = 0 if start == 0 else block_size - stride  # earlier windows scored the rest
-        stop = min(start + block_size, n)
-        windows.append((start, stop, first))
-        if stop == n:
-            break
-        start += stride
-    total, count = 0.0, 0
-    for length in sorted({stop - start for start, stop, _ in windows}):  # full windows, then the last one
-        same = [w for w in windows if w[1] - w[0] == length]
-        for i in range(0, len(same), batch_size):
-            chunk = same[i: i + batch_size]
-            x = torch.stack([ids[a:b] for a, b, _ in chunk]).to(device)  # (windows, length)
-            y = torch.stack([ids[a + 1:b + 1] for a, b, _ in chunk]).to(device)
-            logits, _ = model(x)  # (windows, length, vocab)
-            nats = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")  # (windows, length)
-            for row, (_, _, first) in zip(nats, chunk):
-                total += row[first:].sum().item()
-                count += length - first
-    model.train(was_training)
+    with evaluating(model):  # the caller's mode comes back, also after an error
+        device = next(model.parameters()).device
+        ids = ids.long()
+        n = ids.size(0) - 1  # predictions: ids[1:] from ids[:-1]
+        # window w reads inputs [start, start + block_size) and scores the targets from `first` on
+        windows, start = [], 0
+        while True:
+            first = 0 if start == 0 else block_size - stride  # earlier windows scored the rest
+            stop = min(start + block_size, n)
+            windows.append((start, stop, first))
+            if stop == n:
+                break
+            start += stride
+        total, count = 0.0, 0
+        for length in sorted({stop - start for start, stop, _ in windows}):  # full windows, then the last one
+            same = [w for w in windows if w[1] - w[0] == length]
+            for i in range(0, len(same), batch_size):
+                chunk = same[i: i + batch_size]
+                x = torch.stack([ids[a:b] for a, b, _ in chunk]).to(device)  # (windows, length)
+                y = torch.stack([ids[a + 1:b + 1] for a, b, _ in chunk]).to(device)
+                logits, _ = model(x)  # (windows, length, vocab)
+                nats = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")  # (windows, length)
+                for row, (_, _, first) in zip(nats, chunk):
+                    total += row[first:].sum().item()
+                    count += length - first
     return total / count / math.log(2)  # count == n: every prediction scored once

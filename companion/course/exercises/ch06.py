@@ -194,13 +194,14 @@ def _additive_padding_dominates(fn):
 
 
 def _additive_real_far_below(fn):
-    # d_a = 1, v = [c] with c < 0: both positions score c * tanh(1), far below any "large negative" fill
-    for c in (-3e4, -3e9):
-        inputs = dict(s=torch.zeros(1, 1), H=torch.tensor([[[1.0], [1.0]]]), mask=torch.tensor([[True, False]]),
+    # d_a = 1, v = [c] with c < 0: the real token scores c * tanh(2), below the padding's c * tanh(0.1) and any fill
+    for c in (-3e4, -3e9, -3e31):
+        inputs = dict(s=torch.zeros(1, 1), H=torch.tensor([[[2.0], [0.1]]]), mask=torch.tensor([[True, False]]),
                       W_q=torch.ones(1, 1), W_k=torch.ones(1, 1), v=torch.tensor([c]))
-        _additive(fn, inputs, f"v = [{c:g}]: the real token scores {c * math.tanh(1):,.0f}, the padding is "
-                  "masked: weights [1, 0]",
-                  "a real score can be any number, far below -1e4 or -1e9 too: fill the padding with -inf "
+        _additive(fn, inputs, f"v = [{c:g}]: the real token scores {c * math.tanh(2):,.4g}, the masked padding "
+                  f"would score {c * math.tanh(0.1):,.4g}: weights [1, 0]",
+                  "a real score can be any number, far below -1e4, -1e9 or -1e30 too (an additive -1e30 "
+                  "mask is not enough either): fill the padding with -inf "
                   "(float('-inf'), or torch.finfo(dtype).min), so that it is below every real score")
 
 
@@ -472,6 +473,27 @@ def _ffn_not_contiguous(fn):
          "or use reshape rather than view")
 
 
+def _ffn_uses_conv1d(fn):
+    """The exercise is the convolution: count the calls of F.conv1d (nn.Conv1d calls it too) while fn runs."""
+    calls = []
+    original = F.conv1d
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    case = "the same network, watched: it must run through F.conv1d (or nn.Conv1d)"
+    hint = ("write the two position-wise layers as 1-D convolutions with kernel size 1 (F.conv1d), the point of "
+            "the exercise: elementwise products summed by hand, or F.conv2d, compute the same numbers another way")
+    F.conv1d = counted
+    try:
+        _ffn(fn, _ffn_inputs(73, 2, 3, 4, 5), case, hint)
+    finally:
+        F.conv1d = original
+    if len(calls) < 2:
+        raise Mismatch(f"{case}: F.conv1d ran {len(calls)} time(s), expected one call per layer (2). Hint: {hint}")
+
+
 def _ffn_float64_gradients(fn):
     inputs = _ffn_inputs(72, 2, 3, 4, 5, dtype=torch.float64)
     for name in inputs:
@@ -491,7 +513,8 @@ EXERCISES = (
              allows=Allows(lambda randn: {"s": randn(2, 3), "H": randn(2, 5, 4), "mask": _MASK25, "W_q": randn(6, 3),
                                           "W_k": randn(6, 4), "v": randn(6)}, half=True)),
     Exercise("ch06-conv", "the feed-forward network as a 1-D convolution", "conv_feed_forward",
-             (_ffn_by_hand, _ffn_shapes, _ffn_square, _ffn_one, _ffn_not_contiguous, _ffn_float64_gradients),
+             (_ffn_by_hand, _ffn_shapes, _ffn_square, _ffn_one, _ffn_not_contiguous, _ffn_float64_gradients,
+              _ffn_uses_conv1d),
              conv_feed_forward,
              forbidden=("@", "linear", "Linear", "matmul", "mm", "bmm", "mv", "einsum", "tensordot", "inner",
                         "addmm", "addmv", "baddbmm", "dot", "outer", "multi_dot", "chain_matmul"),
