@@ -112,7 +112,8 @@ def check_batch_mask(name: str, mask, batch: int, t_q: int, t_k: int, what: str)
         raise ValueError(
             f"{name} must have a batch axis, {what}; got a 2-D mask of shape {tuple(mask.shape)}, which is "
             "ambiguous: a padding mask (batch, t) would be read as (t_q, t_k) rows whenever batch equals t_q. "
-            f"Add the query axis, {name}[:, None, :] (as companion.padding_mask returns it)")
+            f"For a padding mask add the query axis, {name}[:, None, :] (as companion.padding_mask returns "
+            f"it); for one (t_q, t_k) mask shared by the batch, add a batch axis, {name}[None]")
     try:
         check_mask(mask, (batch, t_q, t_k), what=what)
     except (TypeError, ValueError) as error:  # say which argument

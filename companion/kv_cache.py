@@ -183,8 +183,9 @@ class MemoryCache:
                              "and values are stale: start new caches (model.new_caches()) for the new memory")
         if memory.shape != held.shape or memory.dtype != held.dtype or not torch.equal(memory, held):
             raise ValueError(
-                f"this MemoryCache holds the keys and values of another memory (shape {tuple(held.shape)}), "
-                f"computed at the first step, and was given a different one (shape {tuple(memory.shape)}): "
+                f"this MemoryCache holds the keys and values of another memory (shape {tuple(held.shape)}, "
+                f"{held.dtype}), computed at the first step, and was given a different one (shape "
+                f"{tuple(memory.shape)}, {memory.dtype}): "
                 "start new caches (model.new_caches()) for a new source")
 
     def __repr__(self) -> str:

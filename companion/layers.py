@@ -260,6 +260,9 @@ class DecoderLayer(_Layer):
         if memory_cache is None:
             x, weights = self.cross_attn(x, memory, memory, mask=memory_mask, need_weights=need_weights)
         else:  # the memory's keys and values: projected at the first step, read from the cache after
+            if not isinstance(memory_cache, MemoryCache):
+                raise TypeError(f"memory_cache must be a companion.MemoryCache (or None), got "
+                                f"{type(memory_cache).__name__}; a KVCache belongs to self-attention (cache=)")
             K, V = memory_cache.keys_values(memory, self.cross_attn.project_memory)  # (batch, heads, t_src, d_k)
             x, weights = self.cross_attn.attend(x, K, V, mask=memory_mask, need_weights=need_weights)
         return self.dropout2(x), weights

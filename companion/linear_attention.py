@@ -40,6 +40,9 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
 def _check_causal(Q: torch.Tensor, K: torch.Tensor, causal) -> None:
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r}")
+    if K.size(-2) == 0:
+        raise ValueError(f"K holds no keys (t_k = 0, shape {tuple(K.shape)}): linear attention divides by the sum "
+                         "of a query's weights over the keys, 0 / 0 here; give at least one key")
     if causal and K.size(-2) < Q.size(-2):
         raise ValueError(f"causal linear attention needs t_k >= t_q (the queries are the last t_q of the t_k "
                          f"positions), got t_q={Q.size(-2)} and t_k={K.size(-2)}")

@@ -239,6 +239,12 @@ class MultiHeadAttention(nn.Module):
         """
         check_tensor("query", query, ndim=3, shape_doc="(batch, t_q, d_model)")
         check_flags(need_weights=need_weights)
+        if query.size(-1) != self.d_model:
+            raise ValueError(f"query must have last dimension d_model={self.d_model}, got shape {tuple(query.shape)}")
+        weight = self.W_o.weight
+        if query.dtype != weight.dtype and not torch.is_autocast_enabled(query.device.type):
+            raise TypeError(f"query has dtype {query.dtype} but the module's weights are {weight.dtype}; convert "
+                            f"one: query.to({weight.dtype}) or module.to({query.dtype})")
         if self.rotary:
             raise ValueError("attend reads keys and values without positions (a cross-attention memory); "
                              "rotary positions belong to self-attention: call the module itself")

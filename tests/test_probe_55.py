@@ -98,3 +98,32 @@ def test_grouped_query_attention_attends_to_its_own_projected_memory():
     x, memory = torch.randn(2, 3, 16), torch.randn(2, 5, 16)
     K, V = gqa.project_memory(memory)  # (2, 2, 5, 4): two key-value heads
     torch.testing.assert_close(gqa.attend(x, K, V)[0], gqa(x, memory, memory)[0])
+
+
+def test_unclear_messages_of_the_fourth_probe_now_name_the_argument():
+    import numpy as np
+    from companion import MultiHeadAttention, linear_attention
+    from companion.models.ngram_lm import KneserNeyLM, NGramLM, fit_ngram
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2)
+    K, V = mha.project_memory(torch.randn(2, 5, 16))
+    with pytest.raises(ValueError, match="query must have last dimension d_model=16"):
+        mha.attend(torch.randn(2, 3, 8), K, V)
+    with pytest.raises(TypeError, match="query has dtype torch.float64 but the module's weights are torch.float32"):
+        mha.attend(torch.randn(2, 3, 16).double(), K, V)
+    layer = DecoderLayer(16, 2, dropout=0.0)
+    with pytest.raises(TypeError, match="memory_cache must be a companion.MemoryCache"):
+        layer(torch.randn(2, 1, 16), torch.randn(2, 5, 16), memory_cache=KVCache())
+    Q = torch.randn(1, 2, 3, 4)
+    with pytest.raises(ValueError, match=r"K holds no keys \(t_k = 0"):
+        linear_attention(Q, Q[..., :0, :], Q[..., :0, :])
+    with pytest.raises(TypeError, match="a TransformerLM continues a prompt: use companion.generate"):
+        greedy_decode(TransformerLM(11, d_model=16, num_heads=2, num_layers=1, max_len=8),
+                      torch.randint(1, 11, (2, 5)), 1, 2, 3)
+    with pytest.raises(ValueError, match=r"for one \(t_q, t_k\) mask shared by the batch, add a batch axis"):
+        _seq2seq()(torch.randint(1, 11, (2, 4)), torch.randint(1, 13, (2, 4)), tgt_mask=causal_mask(4))
+    # NumPy scalars are numbers: accepted, stored as floats
+    ids = torch.tensor([1, 2, 3, 1, 2, 4, 1, 2])
+    assert NGramLM(2, 6, k=np.float32(0.5)).k == 0.5
+    assert KneserNeyLM(2, 6, discount=np.float32(0.75)).discount == 0.75
+    fit_ngram(2, ids, ids, 6, ks=np.array([1.0, 0.1], dtype=np.float32))

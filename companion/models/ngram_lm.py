@@ -17,6 +17,7 @@ integer key ``sum_j id_j V^(n-1-j)``, and ``np.unique`` counts the keys.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -97,7 +98,7 @@ class NGramLM:
     def __init__(self, n: int, vocab_size: int, k: float = 1.0, start_id: int = 0) -> None:
         check_positive_int("n", n)
         check_positive_int("vocab_size", vocab_size)
-        if isinstance(k, bool) or not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+        if isinstance(k, bool) or not (isinstance(k, numbers.Real) and math.isfinite(k) and k > 0):
             raise ValueError(f"k must be a finite number > 0 (add-k smoothing), got {k!r}")
         if vocab_size ** n >= 2 ** 62:
             raise ValueError(f"vocab_size ** n = {vocab_size}^{n} does not fit the int64 keys; use a smaller n")
@@ -146,7 +147,7 @@ def fit_ngram(n: int, train_ids, valid_ids, vocab_size: int, ks: Sequence[float]
     if not ks:
         raise ValueError("ks is empty: give at least one add-k constant to try, e.g. ks=(1.0, 0.1)")
     for k in ks:
-        if isinstance(k, bool) or not isinstance(k, (int, float)) or not (math.isfinite(k) and k > 0):
+        if isinstance(k, bool) or not isinstance(k, numbers.Real) or not (math.isfinite(k) and k > 0):
             raise ValueError(f"every k in ks must be a finite number > 0 (add-k smoothing), got {k!r} in {ks}")
     model = NGramLM(n, vocab_size, ks[0], start_id).fit(train_ids)
     scores = {}
@@ -187,12 +188,13 @@ class KneserNeyLM:
     def __init__(self, n: int, vocab_size: int, discount: float | None = None, start_id: int = 0) -> None:
         check_positive_int("n", n)
         check_positive_int("vocab_size", vocab_size)
-        if discount is not None and not (isinstance(discount, (int, float)) and not isinstance(discount, bool)
+        if discount is not None and not (isinstance(discount, numbers.Real) and not isinstance(discount, bool)
                                          and 0 < discount <= 1):
             raise ValueError(f"discount must be None (modified Kneser-Ney) or a number in (0, 1], got {discount!r}")
         if vocab_size ** n >= 2 ** 62:
             raise ValueError(f"vocab_size ** n = {vocab_size}^{n} does not fit the int64 keys; use a smaller n")
         _check_start_id(start_id, vocab_size)
+        discount = None if discount is None else float(discount)  # a NumPy scalar is a number too
         self.n, self.vocab_size, self.discount, self.start_id = n, vocab_size, discount, start_id
         self._orders = None  # per order m = 1..n: the tables below
 
