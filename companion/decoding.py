@@ -32,8 +32,7 @@ def _check_decoding(model, src: torch.Tensor, max_len: int, src_mask=None, **ids
     An EOS id outside the vocabulary is never emitted, so decoding would silently run to
     ``max_len``; a BOS or pad id outside it fails later with a message about the wrong thing.
     """
-    from .models.language_model import TransformerLM  # here: the models import this module
-    if isinstance(model, TransformerLM):
+    if hasattr(model, "new_caches") and not hasattr(model, "decoder"):  # a decoder-only model (TransformerLM)
         raise TypeError("greedy_decode and beam_search decode an encoder-decoder (a source in, a target out); a "
                         "TransformerLM continues a prompt: use companion.generate(model, prompt, max_new_tokens, "
                         "temperature=0) for greedy decoding")
