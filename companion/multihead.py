@@ -241,10 +241,7 @@ class MultiHeadAttention(nn.Module):
         check_flags(need_weights=need_weights)
         if query.size(-1) != self.d_model:
             raise ValueError(f"query must have last dimension d_model={self.d_model}, got shape {tuple(query.shape)}")
-        weight = self.W_o.weight
-        if query.dtype != weight.dtype and not torch.is_autocast_enabled(query.device.type):
-            raise TypeError(f"query has dtype {query.dtype} but the module's weights are {weight.dtype}; convert "
-                            f"one: query.to({weight.dtype}) or module.to({query.dtype})")
+        self._check_weights_dtype("query has", query)
         if self.rotary:
             raise ValueError("attend reads keys and values without positions (a cross-attention memory); "
                              "rotary positions belong to self-attention: call the module itself")
@@ -312,10 +309,14 @@ class MultiHeadAttention(nn.Module):
                 f"{query.size(0)}, {key.size(0)} and {value.size(0)}"
             )
         check_same_dtype_device(query=query, key=key, value=value)
+        self._check_weights_dtype("query, key and value have", query)
+
+    def _check_weights_dtype(self, what: str, query: torch.Tensor) -> None:
+        """Refuse inputs in another dtype than the weights (autocast mixes them on purpose)."""
         weight = next(self.parameters())
-        if query.dtype != weight.dtype and not torch.is_autocast_enabled(query.device.type):  # autocast mixes them
-            raise TypeError(f"query, key and value have dtype {query.dtype} but the module's weights are "
-                            f"{weight.dtype}; convert one: query.to({weight.dtype}) or module.to({query.dtype})")
+        if query.dtype != weight.dtype and not torch.is_autocast_enabled(query.device.type):
+            raise TypeError(f"{what} dtype {query.dtype} but the module's weights are {weight.dtype}; convert "
+                            f"one: query.to({weight.dtype}) or module.to({query.dtype})")
 
     def extra_repr(self) -> str:
         extra = "" if self.fused else f", kdim={self.kdim}, vdim={self.vdim}"
