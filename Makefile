@@ -114,7 +114,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/attention.py
 	$(PY) benchmarks/optimizer.py
 
-# IMDB: seed baseline, Keras-style reference, course model, TF-IDF, each trained in full.
+# IMDB: the source's model (nyu), Keras-style reference, course model, TF-IDF, each trained in full.
 bench-imdb: $(STAMP)
 	$(PY) benchmarks/imdb.py
 

@@ -1,4 +1,4 @@
-"""IMDB sentiment: the seed baseline, a Keras-style reference, the course model and TF-IDF, one run.
+"""IMDB sentiment: the source material's model ("nyu"), a Keras-style reference, the course model and TF-IDF, one run.
 
     COURSE_IMDB=../shared/data/aclImdb-labeled.tar.gz python benchmarks/imdb.py
     python benchmarks/imdb.py --configs course --quick           # a fast smoke run
@@ -39,7 +39,7 @@ from companion.models.training import accuracy_of
 
 ALL = [*CONFIGS, "tfidf"]
 
-# The ablation table: the course model with one of its choices undone (towards the seed and
+# The ablation table: the course model with one of its choices undone (towards the nyu and
 # Keras configs) or changed in an attempt to beat TF-IDF (wider, more dropout, every word pair
 # seen twice, more weight decay, a third epoch: chapter 7 reports them (the course settings were fixed before they ran)), one
 # full training run per row; the course model itself is the main table's row. "seed" is not a

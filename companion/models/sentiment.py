@@ -28,7 +28,7 @@ RESULTS = Path(__file__).with_name("sentiment_results.json")
 # Model sizes and training settings. "vocab" counts <pad> and <unk>; "bigrams" is the most
 # word pairs (seen at least twice in training) that get their own embedding, 0 for none.
 CONFIGS: dict[str, dict] = {
-    # The source material's classifier as its notebook trains it (NYU-DLSP20,
+    # "nyu": the source material's classifier as its notebook trains it (NYU-DLSP20,
     # 15-transformer.ipynb): 3 post-norm layers (the lecture notes print 1), d_model 32, 2 heads,
     # feed-forward 128, 50,002 words, fixed sinusoidal positions, no dropout (its `p` is never
     # used), max pooling over the first 200 tokens; AdamW at 1e-3 (PyTorch's default weight
@@ -37,7 +37,7 @@ CONFIGS: dict[str, dict] = {
     # max-pools over the padding too (we mask it); it keeps the last epoch (we keep the best on
     # validation). Its printed test accuracy, 0.8047, is a sum of per-batch accuracies divided
     # by the number of batches minus one.
-    "seed": dict(vocab=50_002, d_model=32, num_heads=2, d_ff=128, num_layers=3, pooling="max",
+    "nyu": dict(vocab=50_002, d_model=32, num_heads=2, d_ff=128, num_layers=3, pooling="max",
                  positional="sinusoidal", dropout=0.0, norm_first=False, max_len=200, truncate="head",
                  batch_size=164, lr=1e-3, weight_decay=0.01, epochs=10, schedule="constant", warmup=0.0,
                  bigrams=0, clip=None),
