@@ -41,6 +41,10 @@ def _check_decoding(model, src: torch.Tensor, max_len: int, src_mask=None, **ids
         raise ValueError(f"src has no tokens (shape {tuple(src.shape)}): decoding needs at least one source "
                          "token per row (an empty source can be padded to one token and masked)")
     check_positive_int("max_len", max_len)
+    positions = getattr(getattr(getattr(model, "decoder", None), "embed", None), "max_len", None)
+    if positions is not None and max_len > positions:  # the last token is chosen at position max_len - 1
+        raise ValueError(f"max_len={max_len} tokens need {max_len} decoder positions, but the model's decoder "
+                         f"holds {positions} (its max_len): pass max_len <= {positions}")
     check_batch_mask("src_mask", src_mask, src.size(0), 1, src.size(1), "(batch, 1, t_src)")
     vocab = getattr(getattr(model, "output_proj", None), "out_features", None)  # None: a model of another kind
     for name, value in ids.items():

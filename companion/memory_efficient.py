@@ -51,6 +51,7 @@ def online_softmax(x: torch.Tensor, block_size: int) -> torch.Tensor:
         raise ValueError("x holds NaN: a NaN entry has no softmax weight; find where it came from")
     if bool(torch.isposinf(x).any()):
         raise ValueError("x holds +inf: softmax needs finite entries (or -inf for masked ones)")
+    dtype, x = x.dtype, x.to(torch.promote_types(x.dtype, torch.float32))  # half precision: sum in float32
     m = torch.full(x.shape[:-1], -math.inf, dtype=x.dtype, device=x.device)  # (...,) running maximum
     l = torch.zeros_like(m)  # (...,) running sum of exp(x - m)
     for start in range(0, x.size(-1), block_size):
@@ -61,7 +62,7 @@ def online_softmax(x: torch.Tensor, block_size: int) -> torch.Tensor:
         m = m_new
     if not bool(torch.isfinite(m).all()):
         raise ValueError("a row of x is all -inf: its softmax is undefined; every row needs a finite entry")
-    return torch.exp(x - m[..., None]) / l[..., None]  # (..., n)
+    return (torch.exp(x - m[..., None]) / l[..., None]).to(dtype)  # (..., n)
 
 
 def _key_blocks(q_start: int, q_end: int, t_k: int, block_size: int, causal: bool, offset: int):
@@ -93,6 +94,8 @@ def _check_tiled(Q, K, V, block_size, causal) -> None:
 
 def _forward(Q, K, V, block_size: int, causal: bool):
     """Tiled forward: the output ``(batch, heads, t_q, d_v)`` and each row's log-sum-exp ``(batch, heads, t_q)``."""
+    dtype, work = Q.dtype, torch.promote_types(Q.dtype, torch.float32)  # half precision: sum in float32
+    Q, K, V = Q.to(work), K.to(work), V.to(work)
     t_q, t_k = Q.size(-2), K.size(-2)
     scale = 1.0 / math.sqrt(Q.size(-1))
     offset = t_k - t_q  # with a cache the queries are the last t_q positions
@@ -118,7 +121,7 @@ def _forward(Q, K, V, block_size: int, causal: bool):
         # while a NaN (or an infinite score) stays NaN, as it does there
         O[..., q_start:q_end, :] = torch.where(l[..., None] == 0, 0.0, acc / l[..., None])
         L[..., q_start:q_end] = m + torch.log(l)  # log sum_j exp(S_j): what the backward pass needs
-    return O, L
+    return O.to(dtype), L
 
 
 class TiledAttention(torch.autograd.Function):
@@ -141,6 +144,8 @@ class TiledAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dO):
         Q, K, V, O, L = ctx.saved_tensors
+        dtype = Q.dtype
+        Q, K, V, O, dO = (t.to(L.dtype) for t in (Q, K, V, O, dO))  # half precision: work in float32
         block_size, causal = ctx.block_size, ctx.causal
         t_q, t_k = Q.size(-2), K.size(-2)
         scale, offset = 1.0 / math.sqrt(Q.size(-1)), t_k - t_q
@@ -160,7 +165,7 @@ class TiledAttention(torch.autograd.Function):
                 dS = P * (dP - D_i[..., None]) * scale  # through the softmax and the 1/sqrt(d_k)
                 dQ[..., rows, :] += dS @ K_j  # (batch, heads, b_q, d_k)
                 dK[..., cols, :] += dS.transpose(-2, -1) @ Q_i  # (batch, heads, b_k, d_k)
-        return dQ, dK, dV, None, None
+        return dQ.to(dtype), dK.to(dtype), dV.to(dtype), None, None
 
 
 def tiled_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, block_size: int = 64,

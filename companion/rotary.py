@@ -88,7 +88,9 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
 
     Args:
         x: float ``(..., t, d_k)`` with ``d_k`` even, e.g. queries or keys
-            ``(batch, num_heads, t, d_k)``.
+            ``(batch, num_heads, t, d_k)``. The positions are the second-to-last axis: a
+            ``(batch, t, num_heads, d_k)`` tensor must be transposed first, or its heads are
+            rotated as if they were positions (no error can tell the two layouts apart).
         positions: optional int64 ``(t,)``; default ``offset .. offset + t - 1``.
         base: the frequencies' base.
         offset: the position of the first row when ``positions`` is not given (the number of

@@ -286,6 +286,7 @@ class Transformer(nn.Module):
             logits ``(batch, t_new, tgt_vocab_size)``, equal to the last ``t_new`` positions
             of :meth:`forward` on the whole prefix.
         """
+        check_tokens("tgt", tgt)
         self._check_caches(caches)
         self_caches, memory_caches = caches
         check_batch_mask("src_mask", src_mask, memory.size(0), tgt.size(1), memory.size(1), "(batch, 1, t_src)")

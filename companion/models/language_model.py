@@ -55,9 +55,10 @@ class TransformerLM(nn.Module):
 
     The blocks (``blocks``, a :class:`companion.LayerStack`) are pre-norm
     :class:`companion.EncoderLayer` s, so a final norm comes before the output projection
-    (chapter 6 explains why pre-norm trains more easily). The defaults build chapter 8's
-    2017 block; ``norm="rms", activation="swiglu", bias=False, rotary=True,
-    positional="none"`` builds Llama's (chapter 10).
+    (chapter 6 explains why pre-norm trains more easily). The defaults build the 2017 block
+    with GPT's learned positions; chapter 8 passes ``positional="sinusoidal"`` and its own
+    sizes. ``norm="rms", activation="swiglu", bias=False, rotary=True, positional="none"``
+    builds Llama's block (chapter 10).
     """
 
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
@@ -162,6 +163,10 @@ def generate(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *,
     Returns:
         int64 ``(batch, t0 + max_new_tokens)``: the whole prompt, then the new tokens.
     """
+    if hasattr(model, "decoder") or not hasattr(model, "new_caches"):  # e.g. an encoder-decoder Transformer
+        raise TypeError(f"generate continues a decoder-only language model (a TransformerLM), got "
+                        f"{type(model).__name__}; an encoder-decoder Transformer decodes with "
+                        "companion.greedy_decode or companion.beam_search")
     check_tokens("prompt", prompt)
     check_flags(use_cache=use_cache)
     if prompt.dim() != 2 or prompt.size(1) == 0:
